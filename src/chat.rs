@@ -1,0 +1,109 @@
+//! What flows between the chat platforms and the router.
+
+use std::fmt;
+
+use tokio::sync::mpsc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Platform {
+    Console,
+    Telegram,
+    Discord,
+}
+
+impl Platform {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Console => "console",
+            Platform::Telegram => "telegram",
+            Platform::Discord => "discord",
+        }
+    }
+}
+
+/// Identifies one conversation: a DM, a channel, or a topic/thread inside one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChatKey {
+    pub platform: Platform,
+    pub chat: String,
+    pub topic: Option<String>,
+}
+
+impl ChatKey {
+    pub fn new(platform: Platform, chat: impl Into<String>) -> Self {
+        Self {
+            platform,
+            chat: chat.into(),
+            topic: None,
+        }
+    }
+
+    /// A folder name for the chat's working directory: the key with unsafe characters replaced.
+    pub fn folder_name(&self) -> String {
+        self.to_string()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for ChatKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.platform.as_str(), self.chat)?;
+        if let Some(topic) = &self.topic {
+            write!(f, "/{topic}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A message from a person in a chat.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    pub chat: ChatKey,
+    pub user: String,
+    pub text: String,
+    /// Where this chat's answers go.
+    pub reply_to: Outbox,
+}
+
+/// What the router sends back to a chat.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutboundKind {
+    /// The agent's answer to a turn.
+    Reply(String),
+    /// A short line about tool activity while a turn runs.
+    Progress(String),
+    /// A message from the gateway itself (command results, errors, warnings).
+    Notice(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outbound {
+    pub chat: ChatKey,
+    pub kind: OutboundKind,
+}
+
+pub type Outbox = mpsc::UnboundedSender<Outbound>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_renders_and_folds_to_a_safe_folder() {
+        let mut key = ChatKey::new(Platform::Telegram, "-100123");
+        key.topic = Some("7".into());
+        assert_eq!(key.to_string(), "telegram:-100123/7");
+        assert_eq!(key.folder_name(), "telegram_-100123_7");
+        let sneaky = ChatKey::new(Platform::Console, "../../etc");
+        assert!(!sneaky.folder_name().contains('/'));
+        assert!(!sneaky.folder_name().contains(".."));
+    }
+}

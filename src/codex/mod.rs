@@ -1,0 +1,14 @@
+//! Client for `codex app-server`: knows JSON-RPC and Codex threads, nothing of chats.
+
+mod error;
+mod process;
+mod protocol;
+mod supervisor;
+
+pub use error::CodexError;
+pub use process::{AppServer, ApprovalResponder, SpawnSpec, ThreadEvent};
+pub use protocol::{
+    ApprovalDecision, ApprovalKind, ApprovalRequest, Item, Notification, ThreadSettings,
+    TokenCounts, TokenUsage, TurnStatus,
+};
+pub use supervisor::Codex;

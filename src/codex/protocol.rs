@@ -1,0 +1,343 @@
+//! The subset of the app-server protocol (v2, codex 0.171) that the gateway uses.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::{ApprovalPolicy, SandboxMode};
+
+/// Settings a thread is started or resumed with.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSettings {
+    pub cwd: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub approval_policy: ApprovalPolicy,
+    pub sandbox: SandboxMode,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ThreadResumeParams<'a> {
+    pub thread_id: &'a str,
+    /// Without it the reply carries the whole history (over 10 MiB seen).
+    pub exclude_turns: bool,
+    #[serde(flatten)]
+    pub settings: &'a ThreadSettings,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ThreadReply {
+    pub thread: ThreadInfo,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ThreadInfo {
+    pub id: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TurnStartParams<'a> {
+    pub thread_id: &'a str,
+    pub input: Vec<UserInput<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub(crate) enum UserInput<'a> {
+    Text { text: &'a str },
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct TurnReply {
+    pub turn: TurnInfo,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct TurnInfo {
+    pub id: String,
+    #[serde(default)]
+    pub status: Option<TurnStatus>,
+    #[serde(default)]
+    pub error: Option<TurnError>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnStatus {
+    Completed,
+    Interrupted,
+    Failed,
+    InProgress,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct TurnError {
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenCounts {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub total_tokens: i64,
+}
+
+/// A thread's token usage as `thread/tokenUsage/updated` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    /// Sum over the thread's whole life.
+    pub total: TokenCounts,
+    /// The latest model request: how full the context window is now.
+    pub last: TokenCounts,
+    pub model_context_window: Option<i64>,
+}
+
+/// A finished item of a turn (`item/completed` is the source of truth).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    AgentMessage {
+        text: String,
+    },
+    CommandExecution {
+        command: String,
+        exit_code: Option<i64>,
+    },
+    ContextCompaction,
+    Other {
+        kind: String,
+    },
+}
+
+/// The notifications the gateway acts on, each already tied to its thread.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notification {
+    TurnStarted {
+        turn_id: String,
+    },
+    TurnCompleted {
+        turn_id: String,
+        status: TurnStatus,
+        error: Option<String>,
+    },
+    ItemCompleted {
+        turn_id: String,
+        item: Item,
+    },
+    AgentMessageDelta {
+        turn_id: String,
+        delta: String,
+    },
+    TokenUsage(TokenUsage),
+    /// A model or transport error; `will_retry` false means the turn is failing.
+    Error {
+        message: String,
+        will_retry: bool,
+    },
+}
+
+/// What kind of action Codex asks a person to approve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalKind {
+    Command,
+    FileChange,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    pub kind: ApprovalKind,
+    pub command: Option<String>,
+    pub cwd: Option<String>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalDecision {
+    Accept,
+    AcceptForSession,
+    Decline,
+    Cancel,
+}
+
+/// Reads the thread id a notification or server request belongs to, if any.
+pub(crate) fn thread_id_of(params: &Value) -> Option<&str> {
+    params.get("threadId").and_then(Value::as_str)
+}
+
+fn text(params: &Value, key: &str) -> Option<String> {
+    params.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+impl Notification {
+    /// Parses a known notification; `None` for the many the gateway ignores.
+    pub(crate) fn parse(method: &str, params: &Value) -> Option<Self> {
+        let turn_id = || text(params, "turnId").unwrap_or_default();
+        match method {
+            "turn/started" | "turn/completed" => {
+                let turn: TurnInfo = serde_json::from_value(params.get("turn")?.clone()).ok()?;
+                Some(if method == "turn/started" {
+                    Notification::TurnStarted { turn_id: turn.id }
+                } else {
+                    Notification::TurnCompleted {
+                        turn_id: turn.id,
+                        status: turn.status.unwrap_or(TurnStatus::Completed),
+                        error: turn.error.map(|e| e.message),
+                    }
+                })
+            }
+            "item/completed" => Some(Notification::ItemCompleted {
+                turn_id: turn_id(),
+                item: Item::parse(params.get("item")?),
+            }),
+            "item/agentMessage/delta" => Some(Notification::AgentMessageDelta {
+                turn_id: turn_id(),
+                delta: text(params, "delta")?,
+            }),
+            "thread/tokenUsage/updated" => {
+                serde_json::from_value(params.get("tokenUsage")?.clone())
+                    .ok()
+                    .map(Notification::TokenUsage)
+            }
+            "error" => Some(Notification::Error {
+                message: params
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error")
+                    .to_owned(),
+                will_retry: params
+                    .get("willRetry")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl Item {
+    fn parse(item: &Value) -> Self {
+        match item.get("type").and_then(Value::as_str).unwrap_or("") {
+            "agentMessage" => Item::AgentMessage {
+                text: text(item, "text").unwrap_or_default(),
+            },
+            "commandExecution" => Item::CommandExecution {
+                command: text(item, "command").unwrap_or_default(),
+                exit_code: item.get("exitCode").and_then(Value::as_i64),
+            },
+            "contextCompaction" => Item::ContextCompaction,
+            other => Item::Other {
+                kind: other.to_owned(),
+            },
+        }
+    }
+}
+
+impl ApprovalRequest {
+    /// Parses a server->client approval request; `None` for other server requests.
+    pub(crate) fn parse(method: &str, params: &Value) -> Option<Self> {
+        let kind = match method {
+            "item/commandExecution/requestApproval" => ApprovalKind::Command,
+            "item/fileChange/requestApproval" => ApprovalKind::FileChange,
+            _ => return None,
+        };
+        Some(ApprovalRequest {
+            kind,
+            command: text(params, "command"),
+            cwd: text(params, "cwd"),
+            reason: text(params, "reason"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_turn_completed_with_error() {
+        let params = json!({"threadId":"t","turn":{"id":"u1","items":[],"status":"failed","error":{"message":"boom"}}});
+        assert_eq!(
+            Notification::parse("turn/completed", &params),
+            Some(Notification::TurnCompleted {
+                turn_id: "u1".into(),
+                status: TurnStatus::Failed,
+                error: Some("boom".into())
+            })
+        );
+    }
+
+    #[test]
+    fn parses_items_and_usage() {
+        let params = json!({"threadId":"t","turnId":"u","item":{"type":"commandExecution","id":"c","command":"/bin/bash -c 'cat x'","exitCode":0,"status":"completed"}});
+        assert_eq!(
+            Notification::parse("item/completed", &params),
+            Some(Notification::ItemCompleted {
+                turn_id: "u".into(),
+                item: Item::CommandExecution {
+                    command: "/bin/bash -c 'cat x'".into(),
+                    exit_code: Some(0)
+                }
+            })
+        );
+        let usage = json!({"threadId":"t","turnId":"u","tokenUsage":{
+            "total":{"inputTokens":10,"cachedInputTokens":0,"outputTokens":5,"reasoningOutputTokens":0,"totalTokens":15},
+            "last":{"inputTokens":4,"cachedInputTokens":0,"outputTokens":1,"reasoningOutputTokens":0,"totalTokens":5},
+            "modelContextWindow":1000}});
+        let Some(Notification::TokenUsage(usage)) =
+            Notification::parse("thread/tokenUsage/updated", &usage)
+        else {
+            panic!("usage not parsed");
+        };
+        assert_eq!(usage.total.total_tokens, 15);
+        assert_eq!(usage.last.total_tokens, 5);
+        assert_eq!(usage.model_context_window, Some(1000));
+    }
+
+    #[test]
+    fn ignores_unknown_notifications() {
+        assert_eq!(
+            Notification::parse("account/rateLimits/updated", &json!({})),
+            None
+        );
+        assert_eq!(
+            Notification::parse("turn/completed", &json!({"threadId":"t"})),
+            None
+        );
+    }
+
+    #[test]
+    fn serializes_params_as_codex_expects() {
+        let settings = ThreadSettings {
+            cwd: "/w".into(),
+            model: None,
+            approval_policy: ApprovalPolicy::OnRequest,
+            sandbox: SandboxMode::DangerFullAccess,
+        };
+        let resume = ThreadResumeParams {
+            thread_id: "t",
+            exclude_turns: true,
+            settings: &settings,
+        };
+        assert_eq!(
+            serde_json::to_value(&resume).unwrap(),
+            json!({"threadId":"t","excludeTurns":true,"cwd":"/w","approvalPolicy":"on-request","sandbox":"danger-full-access"})
+        );
+        let turn = TurnStartParams {
+            thread_id: "t",
+            input: vec![UserInput::Text { text: "hi" }],
+        };
+        assert_eq!(
+            serde_json::to_value(&turn).unwrap(),
+            json!({"threadId":"t","input":[{"type":"text","text":"hi"}]})
+        );
+        assert_eq!(
+            serde_json::to_value(ApprovalDecision::AcceptForSession).unwrap(),
+            json!("acceptForSession")
+        );
+    }
+}

@@ -1,0 +1,309 @@
+//! Typed configuration: built-in defaults < TOML file < `CODEX_GATEWAY__*` environment variables.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Prefix of the environment variables that override the config file
+/// (`CODEX_GATEWAY__TELEGRAM__TOKEN` sets `telegram.token`).
+pub const ENV_PREFIX: &str = "CODEX_GATEWAY";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub storage: StorageConfig,
+    pub codex: CodexConfig,
+    pub telegram: PlatformConfig,
+    pub discord: PlatformConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// SQLite file holding the chat -> thread mapping and transcripts.
+    pub database: PathBuf,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            database: PathBuf::from("codex-gateway.db"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CodexConfig {
+    /// The `codex` executable (a path, or a name looked up in PATH).
+    pub binary: PathBuf,
+    /// `CODEX_HOME` for the app-server; unset keeps Codex's own default (`~/.codex`).
+    pub home: Option<PathBuf>,
+    /// `key=value` overrides passed to the app-server as `-c key=value`.
+    pub config: Vec<String>,
+    /// Extra environment variables for the app-server.
+    pub env: BTreeMap<String, String>,
+    /// Root of the working directories Codex runs in.
+    pub workspace: PathBuf,
+    pub workspace_mode: WorkspaceMode,
+    /// Model slug for new and resumed threads; unset uses Codex's configured model.
+    pub model: Option<String>,
+    pub approval_policy: ApprovalPolicy,
+    pub sandbox: SandboxMode,
+    /// A turn running longer than this is interrupted and the chat is told.
+    pub turn_timeout_secs: u64,
+    /// How long one JSON-RPC request (not a turn) may take before it counts as failed.
+    pub request_timeout_secs: u64,
+}
+
+impl Default for CodexConfig {
+    fn default() -> Self {
+        Self {
+            binary: PathBuf::from("codex"),
+            home: None,
+            config: Vec::new(),
+            env: BTreeMap::new(),
+            workspace: PathBuf::from("workspace"),
+            workspace_mode: WorkspaceMode::PerChat,
+            model: None,
+            approval_policy: ApprovalPolicy::OnRequest,
+            sandbox: SandboxMode::WorkspaceWrite,
+            turn_timeout_secs: 30 * 60,
+            request_timeout_secs: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceMode {
+    /// Each chat works in its own subfolder of `workspace`.
+    PerChat,
+    /// Every chat works in `workspace` itself (one shared project).
+    Shared,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    Never,
+    OnRequest,
+    Untrusted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+/// Settings shared by the chat platforms; their own issues extend them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlatformConfig {
+    pub enabled: bool,
+    pub token: Option<Secret>,
+}
+
+/// A credential: deserialized like a string, never printed.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {path} does not exist")]
+    Missing { path: PathBuf },
+    #[error("invalid configuration: {0}")]
+    Invalid(#[from] config::ConfigError),
+    #[error("invalid configuration: {0}")]
+    Rule(String),
+}
+
+impl Config {
+    /// Loads defaults, then the TOML file (if given), then `CODEX_GATEWAY__*` variables.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_with_env(file, std::env::vars())
+    }
+
+    /// As [`Config::load`], with the environment passed in (tests use this).
+    pub fn load_with_env(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder();
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError::Missing {
+                    path: path.to_owned(),
+                });
+            }
+            builder = builder.add_source(config::File::from(path).format(config::FileFormat::Toml));
+        }
+        let overrides = env
+            .into_iter()
+            .filter(|(name, _)| name.starts_with(&format!("{ENV_PREFIX}__")))
+            .collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix(ENV_PREFIX)
+                .prefix_separator("__")
+                .separator("__")
+                .source(Some(overrides)),
+        );
+        let config: Config = builder.build()?.try_deserialize()?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.codex.turn_timeout_secs == 0 || self.codex.request_timeout_secs == 0 {
+            return Err(ConfigError::Rule(
+                "codex.turn_timeout_secs and codex.request_timeout_secs must be above 0".into(),
+            ));
+        }
+        if let Some(bad) = self.codex.config.iter().find(|kv| !kv.contains('=')) {
+            return Err(ConfigError::Rule(format!(
+                "codex.config entries must look like key=value, got {bad:?}"
+            )));
+        }
+        for (name, platform) in [("telegram", &self.telegram), ("discord", &self.discord)] {
+            if platform.enabled && platform.token.is_none() {
+                return Err(ConfigError::Rule(format!(
+                    "{name} is enabled but {name}.token is not set (CODEX_GATEWAY__{}__TOKEN)",
+                    name.to_uppercase()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The gateway's own credentials, which must never reach the Codex child.
+    pub fn secrets(&self) -> Vec<&Secret> {
+        [&self.telegram.token, &self.discord.token]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn write_toml(text: &str) -> tempfile::NamedTempFile {
+        let file = tempfile::Builder::new().suffix(".toml").tempfile().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        file
+    }
+
+    #[test]
+    fn defaults_apply_without_file_or_env() {
+        let config = Config::load_with_env(None, env(&[])).unwrap();
+        assert_eq!(config.codex.binary, PathBuf::from("codex"));
+        assert_eq!(config.codex.turn_timeout_secs, 1800);
+        assert_eq!(config.codex.workspace_mode, WorkspaceMode::PerChat);
+        assert!(!config.telegram.enabled);
+    }
+
+    #[test]
+    fn file_overrides_defaults_and_env_overrides_file() {
+        let file = write_toml(
+            r#"
+            [storage]
+            database = "/data/file.db"
+            [codex]
+            model = "from-file"
+            approval_policy = "untrusted"
+            turn_timeout_secs = 60
+            config = ["model_provider=mock"]
+            env = { FOO = "bar" }
+            "#,
+        );
+        let config = Config::load_with_env(
+            Some(file.path()),
+            env(&[
+                ("CODEX_GATEWAY__CODEX__MODEL", "from-env"),
+                ("CODEX_GATEWAY__TELEGRAM__ENABLED", "true"),
+                ("CODEX_GATEWAY__TELEGRAM__TOKEN", "123:abc"),
+                ("UNRELATED", "x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.storage.database, PathBuf::from("/data/file.db"));
+        assert_eq!(config.codex.model.as_deref(), Some("from-env"));
+        assert_eq!(config.codex.approval_policy, ApprovalPolicy::Untrusted);
+        assert_eq!(config.codex.turn_timeout_secs, 60);
+        assert_eq!(config.codex.config, vec!["model_provider=mock"]);
+        assert_eq!(config.codex.env.get("FOO").map(String::as_str), Some("bar"));
+        assert!(config.telegram.enabled);
+        assert_eq!(config.secrets()[0].expose(), "123:abc");
+    }
+
+    #[test]
+    fn env_number_is_parsed() {
+        let config = Config::load_with_env(
+            None,
+            env(&[("CODEX_GATEWAY__CODEX__TURN_TIMEOUT_SECS", "90")]),
+        )
+        .unwrap();
+        assert_eq!(config.codex.turn_timeout_secs, 90);
+    }
+
+    #[test]
+    fn secret_never_prints() {
+        let config = Config::load_with_env(
+            None,
+            env(&[("CODEX_GATEWAY__DISCORD__TOKEN", "very-secret-token")]),
+        )
+        .unwrap();
+        assert!(!format!("{config:?}").contains("very-secret-token"));
+    }
+
+    #[test]
+    fn bad_input_is_rejected_with_a_reason() {
+        let typo = write_toml("[codex]\nbinnary = \"codex\"\n");
+        let err = Config::load_with_env(Some(typo.path()), env(&[])).unwrap_err();
+        assert!(err.to_string().contains("binnary"), "{err}");
+
+        let missing = Config::load_with_env(Some(Path::new("/nonexistent/x.toml")), env(&[]));
+        assert!(matches!(missing, Err(ConfigError::Missing { .. })));
+
+        let no_token =
+            Config::load_with_env(None, env(&[("CODEX_GATEWAY__TELEGRAM__ENABLED", "true")]))
+                .unwrap_err();
+        assert!(
+            no_token.to_string().contains("telegram.token"),
+            "{no_token}"
+        );
+
+        let bad_override = write_toml("[codex]\nconfig = [\"novalue\"]\n");
+        let err = Config::load_with_env(Some(bad_override.path()), env(&[])).unwrap_err();
+        assert!(err.to_string().contains("key=value"), "{err}");
+
+        let bad_policy = write_toml("[codex]\napproval_policy = \"sometimes\"\n");
+        assert!(Config::load_with_env(Some(bad_policy.path()), env(&[])).is_err());
+    }
+}

@@ -1,0 +1,107 @@
+//! codex-gateway: one Codex thread per chat, kept across everything but `/new`.
+
+pub mod chat;
+pub mod codex;
+pub mod config;
+pub mod platform;
+pub mod router;
+pub mod session;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::info;
+
+use crate::codex::{Codex, CodexError, SpawnSpec};
+use crate::config::Config;
+use crate::router::Router;
+use crate::session::{Context, SessionSettings};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Codex(#[from] CodexError),
+    #[error("{0}")]
+    Platform(String),
+}
+
+/// The running gateway core: store, Codex supervisor and router.
+pub struct App {
+    ctx: Arc<Context>,
+    router: Router,
+}
+
+impl App {
+    /// Opens the database (migrating it) and starts the Codex app-server.
+    pub async fn start(config: &Config) -> Result<Self, StartError> {
+        let store = Store::open(&config.storage.database).await?;
+        let codex = Codex::start(spawn_spec(config)).await?;
+        let ctx = Arc::new(Context {
+            store,
+            codex,
+            settings: SessionSettings::from_config(&config.codex),
+        });
+        info!(database = %config.storage.database.display(), "codex-gateway started");
+        Ok(Self {
+            router: Router::new(ctx.clone()),
+            ctx,
+        })
+    }
+
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    pub fn codex(&self) -> &Codex {
+        &self.ctx.codex
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.ctx.store
+    }
+
+    /// Lets queued work finish, then stops Codex and closes the database.
+    pub async fn shutdown(self) {
+        self.router.shutdown().await;
+        self.ctx.codex.shutdown().await;
+        self.ctx.store.close().await;
+        info!("codex-gateway stopped");
+    }
+}
+
+/// How to start the app-server, from the config.
+pub fn spawn_spec(config: &Config) -> SpawnSpec {
+    SpawnSpec {
+        binary: config.codex.binary.clone(),
+        home: config.codex.home.clone(),
+        overrides: config.codex.config.clone(),
+        env: config.codex.env.clone(),
+        secrets: config
+            .secrets()
+            .into_iter()
+            .map(|s| s.expose().to_owned())
+            .collect(),
+        request_timeout: Duration::from_secs(config.codex.request_timeout_secs),
+    }
+}
+
+/// Serves every enabled platform until `shutdown` resolves.
+pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
+    for (name, platform) in [("telegram", &config.telegram), ("discord", &config.discord)] {
+        if platform.enabled {
+            return Err(StartError::Platform(format!(
+                "{name} is enabled in the config, but this build does not serve {name} yet"
+            )));
+        }
+    }
+    let app = App::start(config).await?;
+    info!("no chat platform is enabled; serving nothing until one is (see config.example.toml)");
+    shutdown.await;
+    info!("shutting down");
+    app.shutdown().await;
+    Ok(())
+}

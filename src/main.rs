@@ -1,0 +1,112 @@
+//! Command line: wiring only.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use codex_gateway::config::Config;
+use codex_gateway::{App, codex, platform, store};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Chat with OpenAI Codex from Discord, Telegram and the console"
+)]
+struct Cli {
+    /// TOML config file; `CODEX_GATEWAY__SECTION__KEY` variables override it.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Action,
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// Serve every chat platform enabled in the config until SIGINT/SIGTERM.
+    Run,
+    /// Chat with Codex in this terminal: one line is one message.
+    Console {
+        /// Name of the conversation; the same name continues the same Codex thread.
+        #[arg(long, default_value = "local")]
+        chat: String,
+    },
+    /// Check the config, the Codex binary and the database, then exit.
+    CheckConfig,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default_log = if matches!(cli.command, Action::Console { .. }) {
+        "warn"
+    } else {
+        "info"
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_log)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(format!("cannot start the async runtime: {error}")),
+    };
+    let result = runtime.block_on(async {
+        let config = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
+        match cli.command {
+            Action::Run => codex_gateway::run(&config, shutdown_signal())
+                .await
+                .map_err(|e| e.to_string()),
+            Action::Console { chat } => console(&config, &chat).await,
+            Action::CheckConfig => check_config(&config).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => fail(message),
+    }
+}
+
+fn fail(message: String) -> ExitCode {
+    eprintln!("codex-gateway: {message}");
+    ExitCode::FAILURE
+}
+
+async fn console(config: &Config, chat: &str) -> Result<(), String> {
+    let app = App::start(config).await.map_err(|e| e.to_string())?;
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    platform::console::run(app, chat, stdin, tokio::io::stdout())
+        .await
+        .map_err(|e| format!("console I/O failed: {e}"))
+}
+
+async fn check_config(config: &Config) -> Result<(), String> {
+    println!("config: ok");
+    let db = &config.storage.database;
+    let store = store::Store::open(db).await.map_err(|e| e.to_string())?;
+    store.close().await;
+    println!("database: {} opened and migrated", db.display());
+    let server = codex::AppServer::spawn(&codex_gateway::spawn_spec(config))
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "codex: {} started and answered initialize",
+        config.codex.binary.display()
+    );
+    server.shutdown().await;
+    let workspace = &config.codex.workspace;
+    std::fs::create_dir_all(workspace)
+        .map_err(|e| format!("workspace {} cannot be created: {e}", workspace.display()))?;
+    println!("workspace: {} is usable", workspace.display());
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}

@@ -1,0 +1,79 @@
+//! The terminal as a chat: each input line is a message, answers are printed.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tracing::warn;
+
+use crate::App;
+use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
+
+/// Feeds `input` line by line into the chat `name` and prints what comes back. At end of
+/// input it waits for the queued turns to finish, shuts the app down, and returns.
+pub async fn run(
+    app: App,
+    name: &str,
+    input: impl AsyncBufRead + Unpin,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) -> std::io::Result<()> {
+    let chat = ChatKey::new(Platform::Console, name);
+    let (outbox, answers) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(print_answers(answers, output));
+    let result = read_messages(&app, &chat, input, &outbox).await;
+    app.shutdown().await;
+    drop(outbox);
+    printer.await.expect("printer task")?;
+    result
+}
+
+async fn read_messages(
+    app: &App,
+    chat: &ChatKey,
+    mut input: impl AsyncBufRead + Unpin,
+    outbox: &mpsc::UnboundedSender<Outbound>,
+) -> std::io::Result<()> {
+    let user = std::env::var("USER").unwrap_or_else(|_| "console".into());
+    let mut line = Vec::new();
+    for number in 1.. {
+        line.clear();
+        if input.read_until(b'\n', &mut line).await? == 0 {
+            return Ok(());
+        }
+        let text = match String::from_utf8(std::mem::take(&mut line)) {
+            Ok(text) => text,
+            Err(error) => {
+                warn!(line = number, "console input is not valid UTF-8; skipped");
+                line = error.into_bytes();
+                let _ = outbox.send(Outbound {
+                    chat: chat.clone(),
+                    kind: OutboundKind::Notice(format!(
+                        "Line {number} is not valid UTF-8 text; it was skipped."
+                    )),
+                });
+                continue;
+            }
+        };
+        app.router().dispatch(Inbound {
+            chat: chat.clone(),
+            user: user.clone(),
+            text,
+            reply_to: outbox.clone(),
+        });
+    }
+    Ok(())
+}
+
+async fn print_answers(
+    mut answers: mpsc::UnboundedReceiver<Outbound>,
+    mut output: impl AsyncWrite + Unpin,
+) -> std::io::Result<()> {
+    while let Some(answer) = answers.recv().await {
+        let text = match answer.kind {
+            OutboundKind::Reply(text) => format!("{text}\n"),
+            OutboundKind::Progress(text) => format!("  ... {text}\n"),
+            OutboundKind::Notice(text) => format!("[gateway] {text}\n"),
+        };
+        output.write_all(text.as_bytes()).await?;
+        output.flush().await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,416 @@
+//! One task per active chat: runs its turns one at a time and answers commands.
+//!
+//! While a turn runs, `/stop`, `/status` and `/help` are answered at once; any other
+//! message is queued and handled, in order, after the turn ends (never dropped).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+use super::command::{self, Command, HELP, Input, MAX_INPUT_BYTES};
+use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind, Outbox};
+use crate::codex::{
+    ApprovalDecision, ApprovalRequest, ApprovalResponder, Item, Notification, ThreadEvent,
+    TokenUsage, TurnStatus,
+};
+use crate::session::{Attach, Context, Session, SessionError};
+
+/// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
+
+pub(super) enum ActorMsg {
+    Inbound(Inbound),
+    Unload,
+}
+
+pub(super) struct Actor {
+    chat: ChatKey,
+    ctx: Arc<Context>,
+    session: Session,
+    mailbox: mpsc::UnboundedReceiver<ActorMsg>,
+    mailbox_open: bool,
+    queue: VecDeque<ActorMsg>,
+    /// Dropped when the actor ends; the router waits on it.
+    _alive: watch::Sender<()>,
+}
+
+/// Where one message's answers go.
+struct Replies<'a> {
+    chat: &'a ChatKey,
+    outbox: &'a Outbox,
+}
+
+impl Replies<'_> {
+    fn send(&self, kind: OutboundKind) {
+        // A closed outbox means the platform is shutting down; nothing is left to tell.
+        let _ = self.outbox.send(Outbound {
+            chat: self.chat.clone(),
+            kind,
+        });
+    }
+
+    fn notice(&self, text: impl Into<String>) {
+        self.send(OutboundKind::Notice(text.into()));
+    }
+}
+
+/// How a turn ended, as far as the chat is concerned.
+enum TurnEnd {
+    Completed {
+        status: TurnStatus,
+        error: Option<String>,
+    },
+    /// The app-server process died under the turn.
+    ProcessLost,
+    /// Codex did not close the turn even after an interrupt.
+    Abandoned,
+}
+
+struct TurnOutcome {
+    end: TurnEnd,
+    replies: Vec<String>,
+    usage: Option<TokenUsage>,
+    compacted: bool,
+    timed_out: bool,
+}
+
+impl Actor {
+    pub(super) fn new(
+        chat: ChatKey,
+        ctx: Arc<Context>,
+        mailbox: mpsc::UnboundedReceiver<ActorMsg>,
+        alive: watch::Sender<()>,
+    ) -> Self {
+        Self {
+            session: Session::new(chat.clone(), ctx.clone()),
+            chat,
+            ctx,
+            mailbox,
+            mailbox_open: true,
+            queue: VecDeque::new(),
+            _alive: alive,
+        }
+    }
+
+    /// Handles messages until unloaded or the mailbox closes. A predecessor actor of the
+    /// same chat (being unloaded) finishes first, so one chat never runs two turns at once.
+    pub(super) async fn run(mut self, predecessor: Option<watch::Receiver<()>>) {
+        if let Some(mut predecessor) = predecessor {
+            let _ = predecessor.changed().await;
+        }
+        while let Some(message) = self.next_message().await {
+            match message {
+                ActorMsg::Unload => {
+                    self.session.unload().await;
+                    info!(chat = %self.chat, "chat unloaded");
+                    return;
+                }
+                ActorMsg::Inbound(inbound) => self.handle(inbound).await,
+            }
+        }
+    }
+
+    async fn next_message(&mut self) -> Option<ActorMsg> {
+        if let Some(message) = self.queue.pop_front() {
+            return Some(message);
+        }
+        if !self.mailbox_open {
+            return None;
+        }
+        self.mailbox.recv().await
+    }
+
+    async fn handle(&mut self, inbound: Inbound) {
+        let replies = Replies {
+            chat: &inbound.chat,
+            outbox: &inbound.reply_to,
+        };
+        info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), "message");
+        match command::parse(&inbound.text) {
+            Input::Empty => replies.notice("(empty message ignored)"),
+            Input::TooLong { bytes } => {
+                warn!(chat = %self.chat, bytes, "message too long");
+                replies.notice(format!(
+                    "That message is {bytes} bytes; the limit is {MAX_INPUT_BYTES}. \
+                     Please send a shorter one (or put the text in a file in the workspace)."
+                ));
+            }
+            Input::UnknownCommand(name) => {
+                replies.notice(format!("Unknown command {name}. /help lists the commands."))
+            }
+            Input::Command(Command::Help) => replies.notice(HELP),
+            Input::Command(Command::Status) => replies.notice(self.status().await),
+            Input::Command(Command::Stop) => replies.notice("Nothing is running."),
+            Input::Command(Command::New) => match self.session.start_over().await {
+                Ok(_) => replies.notice(
+                    "Started a new conversation: the next message goes to a fresh Codex thread.",
+                ),
+                Err(error) => self.report(&replies, &error),
+            },
+            Input::Command(Command::Compact) => self.compact(&replies).await,
+            Input::Text(text) => self.turn(&replies, text).await,
+        }
+    }
+
+    async fn turn(&mut self, replies: &Replies<'_>, text: &str) {
+        let started = match self.session.start_turn(text).await {
+            Ok(started) => started,
+            Err(error) => return self.report(replies, &error),
+        };
+        if started.attach == Attach::Replaced {
+            replies.notice(
+                "This chat's earlier Codex session could not be restored (its history is gone \
+                 from disk), so a new one was started and given the recent conversation.",
+            );
+        }
+        let outcome = self.wait_for_turn(replies, Some(started.turn_id)).await;
+        if self.finish(replies, &outcome).await {
+            let text = outcome.replies.join("\n\n");
+            match outcome.end {
+                TurnEnd::Completed {
+                    status: TurnStatus::Completed,
+                    ..
+                } if text.is_empty() => replies.notice("(Codex finished without a reply)"),
+                _ if text.is_empty() => {}
+                _ => {
+                    if let Some(thread_id) = self.session.thread_id()
+                        && let Err(error) = self
+                            .ctx
+                            .store
+                            .append_transcript(
+                                &self.chat,
+                                thread_id,
+                                crate::store::Role::Assistant,
+                                &text,
+                            )
+                            .await
+                    {
+                        error!(chat = %self.chat, %error, "could not store the reply in the transcript");
+                    }
+                    replies.send(OutboundKind::Reply(text));
+                }
+            }
+        }
+    }
+
+    async fn compact(&mut self, replies: &Replies<'_>) {
+        match self.session.start_compaction().await {
+            Ok(None) => replies.notice("Nothing to compact yet: this chat has no Codex thread."),
+            Ok(Some(_)) => {
+                let outcome = self.wait_for_turn(replies, None).await;
+                if self.finish(replies, &outcome).await {
+                    replies.notice(if outcome.compacted {
+                        "Compacted: Codex replaced the thread's history with a summary."
+                    } else {
+                        "Codex compacted nothing; the thread is unchanged."
+                    });
+                }
+            }
+            Err(error) => self.report(replies, &error),
+        }
+    }
+
+    /// Records a finished turn and tells the chat how it ended. Returns whether the turn
+    /// produced a result worth delivering.
+    async fn finish(&mut self, replies: &Replies<'_>, outcome: &TurnOutcome) -> bool {
+        let thread_id = self.session.thread_id().unwrap_or_default().to_owned();
+        match &outcome.end {
+            TurnEnd::ProcessLost => {
+                warn!(chat = %self.chat, thread_id, "codex process died during the turn");
+                self.session.lose_live_thread();
+                replies.notice(
+                    SessionError::from(crate::codex::CodexError::ProcessExited).user_message(),
+                );
+                return false;
+            }
+            TurnEnd::Abandoned => {
+                warn!(chat = %self.chat, thread_id, "turn not closed after interrupt; detaching");
+                self.session.unload().await;
+                replies.notice("Codex did not stop the turn in time; the chat is detached from it. Your next message resumes the thread.");
+                return false;
+            }
+            TurnEnd::Completed { status, error } => {
+                info!(chat = %self.chat, thread_id, ?status, "turn finished");
+                if let Err(error) = self
+                    .ctx
+                    .store
+                    .record_turn(&self.chat, outcome.usage.as_ref())
+                    .await
+                {
+                    error!(chat = %self.chat, %error, "could not record the turn");
+                }
+                match status {
+                    TurnStatus::Failed => replies.notice(format!(
+                        "Codex failed: {}",
+                        error.as_deref().unwrap_or("no reason given")
+                    )),
+                    TurnStatus::Interrupted if !outcome.timed_out => replies.notice("Stopped."),
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+
+    /// Follows the thread's events until the turn ends. With `turn_id` unknown (compaction),
+    /// the first turn that starts is the one followed.
+    async fn wait_for_turn(
+        &mut self,
+        replies: &Replies<'_>,
+        mut turn_id: Option<String>,
+    ) -> TurnOutcome {
+        let mut outcome = TurnOutcome {
+            end: TurnEnd::ProcessLost,
+            replies: Vec::new(),
+            usage: None,
+            compacted: false,
+            timed_out: false,
+        };
+        let mut last_error = None;
+        let turn_timeout = self.ctx.settings.turn_timeout;
+        let deadline = tokio::time::sleep_until(Instant::now() + turn_timeout);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                event = self.session.next_event() => {
+                    let Some(ThreadEvent::Notification(notification)) = event else {
+                        match event {
+                            Some(ThreadEvent::Approval(request, responder)) => self.decide(replies, request, responder),
+                            _ => return outcome, // process gone
+                        }
+                        continue;
+                    };
+                    match notification {
+                        Notification::TurnStarted { turn_id: started } if turn_id.is_none() => turn_id = Some(started),
+                        Notification::ItemCompleted { turn_id: of, item } if turn_id.as_ref() == Some(&of) => match item {
+                            Item::AgentMessage { text } if !text.is_empty() => outcome.replies.push(text),
+                            Item::CommandExecution { command, .. } => replies.send(OutboundKind::Progress(format!("running: {command}"))),
+                            Item::ContextCompaction => outcome.compacted = true,
+                            _ => {}
+                        },
+                        Notification::TokenUsage(usage) => outcome.usage = Some(usage),
+                        Notification::Error { message, will_retry: false } => last_error = Some(message),
+                        Notification::TurnCompleted { turn_id: of, status, error } if turn_id.as_ref() == Some(&of) => {
+                            outcome.end = TurnEnd::Completed { status, error: error.or(last_error) };
+                            return outcome;
+                        }
+                        _ => {}
+                    }
+                }
+                message = self.mailbox.recv(), if self.mailbox_open => match message {
+                    Some(message) => self.while_busy(message, turn_id.as_deref()).await,
+                    None => self.mailbox_open = false,
+                },
+                () = &mut deadline => {
+                    if outcome.timed_out {
+                        outcome.end = TurnEnd::Abandoned;
+                        return outcome;
+                    }
+                    outcome.timed_out = true;
+                    warn!(chat = %self.chat, ?turn_timeout, "turn timed out; interrupting");
+                    replies.notice(format!(
+                        "Codex has worked on this for {} minutes (the turn time limit); interrupting it.",
+                        turn_timeout.as_secs() / 60
+                    ));
+                    self.interrupt(turn_id.as_deref()).await;
+                    deadline.as_mut().reset(Instant::now() + INTERRUPT_GRACE);
+                }
+            }
+        }
+    }
+
+    /// A message that arrives while a turn runs.
+    async fn while_busy(&mut self, message: ActorMsg, turn_id: Option<&str>) {
+        let ActorMsg::Inbound(inbound) = message else {
+            self.queue.push_back(message);
+            return;
+        };
+        let replies = Replies {
+            chat: &inbound.chat,
+            outbox: &inbound.reply_to,
+        };
+        match command::parse(&inbound.text) {
+            Input::Command(Command::Stop) => {
+                info!(chat = %self.chat, "stop requested");
+                replies.notice("Stopping...");
+                self.interrupt(turn_id).await;
+            }
+            Input::Command(Command::Status) => replies.notice(self.status().await),
+            Input::Command(Command::Help) => replies.notice(HELP),
+            _ => {
+                replies.notice("Queued: Codex is still working on the previous message. (/stop interrupts it.)");
+                self.queue.push_back(ActorMsg::Inbound(inbound));
+            }
+        }
+    }
+
+    async fn interrupt(&self, turn_id: Option<&str>) {
+        let Some(turn_id) = turn_id else { return };
+        if let Err(error) = self.session.interrupt(turn_id).await {
+            warn!(chat = %self.chat, %error, "turn/interrupt failed");
+        }
+    }
+
+    /// Until a platform can ask a person, the configured approval policy stands: a request
+    /// that reaches us is declined, and the chat is told what was declined.
+    fn decide(
+        &self,
+        replies: &Replies<'_>,
+        request: ApprovalRequest,
+        responder: ApprovalResponder,
+    ) {
+        let what = request.command.as_deref().unwrap_or("a file change");
+        info!(chat = %self.chat, what, "approval request declined: no approver on this platform");
+        replies.notice(format!(
+            "Codex asked for approval to run `{what}`; this chat cannot approve requests, so it was declined."
+        ));
+        responder.answer(ApprovalDecision::Decline);
+    }
+
+    async fn status(&self) -> String {
+        let record = match self.session.record().await {
+            Ok(record) => record,
+            Err(error) => return format!("Status unavailable: {error}"),
+        };
+        let thread = match (
+            self.session.thread_id(),
+            record.as_ref().and_then(|r| r.thread_id.as_deref()),
+        ) {
+            (Some(live), _) if self.session.is_live() => format!("{live} (live)"),
+            (_, Some(stored)) => format!("{stored} (stored; resumed on the next message)"),
+            _ => "none yet (the next message starts one)".to_owned(),
+        };
+        let settings = &self.ctx.settings;
+        let mut lines = vec![format!("Thread: {thread}")];
+        if let Some(record) = &record {
+            lines.push(format!("Turns: {}", record.turns));
+            lines.push(match (record.last_tokens, record.context_window) {
+                (Some(used), Some(limit)) if limit > 0 => {
+                    format!("Context: {used} / {limit} tokens ({}%)", used * 100 / limit)
+                }
+                (Some(used), _) => format!("Context: {used} tokens"),
+                _ => "Context: no usage reported yet".to_owned(),
+            });
+            if let Some(total) = record.total_tokens {
+                lines.push(format!("Tokens used by this thread: {total}"));
+            }
+            lines.push(format!("Working directory: {}", record.cwd));
+        }
+        lines.push(format!(
+            "Model: {}",
+            settings
+                .model
+                .as_deref()
+                .unwrap_or("Codex's configured default")
+        ));
+        lines.join("\n")
+    }
+
+    fn report(&self, replies: &Replies<'_>, error: &SessionError) {
+        error!(chat = %self.chat, %error, "request failed");
+        replies.notice(error.user_message());
+    }
+}

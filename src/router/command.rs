@@ -1,0 +1,116 @@
+//! Reads what a person typed: a gateway command or a message for Codex. No I/O.
+
+/// Longest message passed to Codex; longer input is refused with a clear answer.
+pub const MAX_INPUT_BYTES: usize = 256 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    New,
+    Stop,
+    Status,
+    Compact,
+    Help,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input<'a> {
+    Command(Command),
+    /// Looks like a command (`/word`) but is none of ours.
+    UnknownCommand(&'a str),
+    Text(&'a str),
+    Empty,
+    TooLong {
+        bytes: usize,
+    },
+}
+
+pub const HELP: &str = "Talk to Codex: every message goes to this chat's Codex thread, \
+which lasts until /new.\n\
+/new - start a fresh Codex thread (the old one stays in the history)\n\
+/stop - interrupt the running turn\n\
+/status - thread, turns, token usage, model and working directory\n\
+/compact - ask Codex to compact this thread's context\n\
+/help - this text";
+
+/// Parses a message. A command is a lone `/word`, optionally `/word@botname` (as Telegram
+/// sends it) and optionally followed by text; `/tmp/x` and the like stay plain text.
+pub fn parse(text: &str) -> Input<'_> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Input::Empty;
+    }
+    if trimmed.len() > MAX_INPUT_BYTES {
+        return Input::TooLong {
+            bytes: trimmed.len(),
+        };
+    }
+    let first_word = trimmed.split_whitespace().next().unwrap_or_default();
+    let Some(name) = first_word.strip_prefix('/') else {
+        return Input::Text(trimmed);
+    };
+    let name = name.split_once('@').map_or(name, |(name, _bot)| name);
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Input::Text(trimmed);
+    }
+    let command = match name.to_ascii_lowercase().as_str() {
+        "new" | "reset" => Command::New,
+        "stop" => Command::Stop,
+        "status" => Command::Status,
+        "compact" => Command::Compact,
+        "help" | "start" => Command::Help,
+        _ => return Input::UnknownCommand(first_word),
+    };
+    Input::Command(command)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_table() {
+        let cases: &[(&str, Input)] = &[
+            ("/new", Input::Command(Command::New)),
+            ("  /NEW  ", Input::Command(Command::New)),
+            ("/new@codex_bot", Input::Command(Command::New)),
+            ("/reset", Input::Command(Command::New)),
+            ("/stop", Input::Command(Command::Stop)),
+            ("/status please", Input::Command(Command::Status)),
+            ("/compact", Input::Command(Command::Compact)),
+            ("/help", Input::Command(Command::Help)),
+            ("/start", Input::Command(Command::Help)),
+            ("/frobnicate", Input::UnknownCommand("/frobnicate")),
+            ("/frob@bot x", Input::UnknownCommand("/frob@bot")),
+            (
+                "/tmp/notes.txt is empty",
+                Input::Text("/tmp/notes.txt is empty"),
+            ),
+            ("/", Input::Text("/")),
+            ("hello /new", Input::Text("hello /new")),
+            (
+                "  read file notes.txt \n",
+                Input::Text("read file notes.txt"),
+            ),
+            ("", Input::Empty),
+            (" \t\n ", Input::Empty),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(&parse(text), expected, "input {text:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_oversized_input() {
+        let huge = "x".repeat(MAX_INPUT_BYTES + 1);
+        assert_eq!(
+            parse(&huge),
+            Input::TooLong {
+                bytes: MAX_INPUT_BYTES + 1
+            }
+        );
+        assert!(matches!(
+            parse(&"x".repeat(MAX_INPUT_BYTES)),
+            Input::Text(_)
+        ));
+    }
+}

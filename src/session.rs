@@ -1,0 +1,352 @@
+//! One chat's hold on its Codex thread: use the live thread, else resume the stored one,
+//! else start one. Only `/new` ever leaves a thread behind on purpose.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::chat::ChatKey;
+use crate::codex::{AppServer, Codex, CodexError, ThreadEvent, ThreadSettings};
+use crate::config::{ApprovalPolicy, CodexConfig, SandboxMode, WorkspaceMode};
+use crate::store::{ChatRecord, RetireReason, Role, Store, StoreError};
+
+/// Transcript entries given to a replacement thread when the old rollout is gone.
+const SEED_ENTRIES: i64 = 20;
+/// Upper bound for the seed's size; older entries are dropped first.
+const SEED_MAX_CHARS: usize = 16_000;
+
+/// What every session shares.
+pub struct Context {
+    pub store: Store,
+    pub codex: Codex,
+    pub settings: SessionSettings,
+}
+
+/// How threads are created and turns are bounded.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    pub workspace: PathBuf,
+    pub workspace_mode: WorkspaceMode,
+    pub model: Option<String>,
+    pub approval_policy: ApprovalPolicy,
+    pub sandbox: SandboxMode,
+    pub turn_timeout: Duration,
+}
+
+impl SessionSettings {
+    pub fn from_config(codex: &CodexConfig) -> Self {
+        Self {
+            workspace: codex.workspace.clone(),
+            workspace_mode: codex.workspace_mode,
+            model: codex.model.clone(),
+            approval_policy: codex.approval_policy,
+            sandbox: codex.sandbox,
+            turn_timeout: Duration::from_secs(codex.turn_timeout_secs),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Codex(#[from] CodexError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot create the working directory {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl SessionError {
+    /// The line the chat sees; details go to the log.
+    pub fn user_message(&self) -> String {
+        match self {
+            SessionError::Codex(CodexError::ProcessExited) => {
+                "Codex restarted; your last request was interrupted - send it again.".into()
+            }
+            SessionError::Codex(CodexError::Spawn { .. }) => {
+                "Codex is not available right now; the operator has been told (see the logs)."
+                    .into()
+            }
+            SessionError::Codex(error) => format!("Codex could not take the request: {error}"),
+            SessionError::Store(_) => {
+                "The gateway's database failed, so nothing was sent to Codex. Try again.".into()
+            }
+            SessionError::Workspace { .. } => {
+                "The working directory for this chat could not be created; see the logs.".into()
+            }
+        }
+    }
+}
+
+/// A thread loaded in a running app-server, with its event stream.
+struct LiveThread {
+    server: AppServer,
+    thread_id: String,
+    events: mpsc::UnboundedReceiver<ThreadEvent>,
+    cwd: PathBuf,
+    /// False until the thread's id is in SQLite (a thread has no rollout before its first turn).
+    persisted: bool,
+}
+
+/// How the session got its thread for this turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attach {
+    Live,
+    Resumed,
+    Started,
+    /// The stored thread could not be resumed; a new one carries the transcript.
+    Replaced,
+}
+
+/// A started turn.
+pub struct StartedTurn {
+    pub turn_id: String,
+    pub attach: Attach,
+}
+
+pub struct Session {
+    chat: ChatKey,
+    ctx: Arc<Context>,
+    live: Option<LiveThread>,
+    /// Thread whose rollout is gone; retired when its replacement is persisted.
+    replacing: Option<String>,
+}
+
+impl Session {
+    pub fn new(chat: ChatKey, ctx: Arc<Context>) -> Self {
+        Self {
+            chat,
+            ctx,
+            live: None,
+            replacing: None,
+        }
+    }
+
+    pub fn thread_id(&self) -> Option<&str> {
+        self.live.as_ref().map(|live| live.thread_id.as_str())
+    }
+
+    /// Starts a turn with the user's text, attaching to the chat's thread first.
+    pub async fn start_turn(&mut self, text: &str) -> Result<StartedTurn, SessionError> {
+        let mut attach = self.ensure_thread().await?;
+        let seed = match attach {
+            Attach::Replaced => Some(self.transcript_seed().await?),
+            _ => None,
+        };
+        let inputs: Vec<&str> = seed.as_deref().into_iter().chain([text]).collect();
+        let live = self
+            .live
+            .as_ref()
+            .expect("ensure_thread leaves a live thread");
+        let turn_id = match live.server.start_turn(&live.thread_id, &inputs).await {
+            // The process lost the thread (restart raced us): resume and try once more.
+            Err(CodexError::ThreadNotLoaded(_) | CodexError::ProcessExited) => {
+                self.live = None;
+                attach = self.ensure_thread().await?;
+                let live = self
+                    .live
+                    .as_ref()
+                    .expect("ensure_thread leaves a live thread");
+                live.server.start_turn(&live.thread_id, &inputs).await?
+            }
+            other => other?,
+        };
+        self.persist_thread().await?;
+        let thread_id = self.thread_id().expect("live thread").to_owned();
+        self.ctx
+            .store
+            .append_transcript(&self.chat, &thread_id, Role::User, text)
+            .await?;
+        Ok(StartedTurn { turn_id, attach })
+    }
+
+    /// Runs Codex's native compaction on the chat's thread; `None` if the chat has none yet.
+    pub async fn start_compaction(&mut self) -> Result<Option<Attach>, SessionError> {
+        let stored = self.ctx.store.chat(&self.chat).await?;
+        if self.live.is_none() && stored.and_then(|c| c.thread_id).is_none() {
+            return Ok(None);
+        }
+        let attach = self.ensure_thread().await?;
+        let live = self.live.as_ref().expect("live thread");
+        live.server.compact(&live.thread_id).await?;
+        Ok(Some(attach))
+    }
+
+    /// The next event of the live thread; `None` when there is no live thread.
+    pub async fn next_event(&mut self) -> Option<ThreadEvent> {
+        match self.live.as_mut() {
+            Some(live) => live.events.recv().await,
+            None => None,
+        }
+    }
+
+    pub async fn interrupt(&self, turn_id: &str) -> Result<(), CodexError> {
+        match &self.live {
+            Some(live) => live.server.interrupt(&live.thread_id, turn_id).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Forgets the live handle after its process died; the stored id stays for resume.
+    pub fn lose_live_thread(&mut self) {
+        self.live = None;
+    }
+
+    /// Drops the in-memory thread; it stays in SQLite and the next message resumes it.
+    pub async fn unload(&mut self) {
+        if let Some(live) = self.live.take()
+            && let Err(error) = live.server.unsubscribe(&live.thread_id).await
+        {
+            warn!(chat = %self.chat, thread_id = live.thread_id, %error, "thread/unsubscribe failed");
+        }
+    }
+
+    /// `/new`: retires the chat's thread; the next message starts a fresh one.
+    pub async fn start_over(&mut self) -> Result<Option<String>, SessionError> {
+        self.unload().await;
+        self.replacing = None;
+        let retired = self
+            .ctx
+            .store
+            .retire_thread(&self.chat, RetireReason::New)
+            .await?;
+        info!(chat = %self.chat, thread_id = ?retired, "thread retired by /new");
+        Ok(retired)
+    }
+
+    pub async fn record(&self) -> Result<Option<ChatRecord>, StoreError> {
+        self.ctx.store.chat(&self.chat).await
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.live
+            .as_ref()
+            .is_some_and(|live| live.server.is_alive())
+    }
+
+    async fn ensure_thread(&mut self) -> Result<Attach, SessionError> {
+        if self.is_live() {
+            return Ok(Attach::Live);
+        }
+        self.live = None;
+        let server = self.ctx.codex.server().await?;
+        let cwd = self.working_directory()?;
+        let settings = self.thread_settings(&cwd);
+        let stored = self
+            .ctx
+            .store
+            .chat(&self.chat)
+            .await?
+            .and_then(|c| c.thread_id);
+        if let Some(thread_id) = stored {
+            match server.resume_thread(&thread_id, &settings).await {
+                Ok(resumed) => {
+                    info!(chat = %self.chat, thread_id = resumed, "thread resumed");
+                    self.attach(server, resumed, cwd, true);
+                    return Ok(Attach::Resumed);
+                }
+                Err(CodexError::ThreadGone { message, .. }) => {
+                    warn!(chat = %self.chat, thread_id, message, "stored thread cannot be resumed; replacing it");
+                    self.replacing = Some(thread_id);
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let thread_id = server.start_thread(&settings).await?;
+        info!(chat = %self.chat, thread_id, "thread started");
+        self.attach(server, thread_id, cwd, false);
+        Ok(if self.replacing.is_some() {
+            Attach::Replaced
+        } else {
+            Attach::Started
+        })
+    }
+
+    fn attach(&mut self, server: AppServer, thread_id: String, cwd: PathBuf, persisted: bool) {
+        let events = server.subscribe(&thread_id);
+        self.live = Some(LiveThread {
+            server,
+            thread_id,
+            events,
+            cwd,
+            persisted,
+        });
+    }
+
+    async fn persist_thread(&mut self) -> Result<(), StoreError> {
+        let Some(live) = self.live.as_mut().filter(|live| !live.persisted) else {
+            return Ok(());
+        };
+        let replaced = self
+            .replacing
+            .as_deref()
+            .map(|old| (old, RetireReason::RolloutMissing));
+        self.ctx
+            .store
+            .set_thread(
+                &self.chat,
+                &live.cwd.to_string_lossy(),
+                &live.thread_id,
+                replaced,
+            )
+            .await?;
+        live.persisted = true;
+        self.replacing = None;
+        Ok(())
+    }
+
+    /// The recent conversation, as text for a thread that replaces a lost one.
+    async fn transcript_seed(&self) -> Result<String, StoreError> {
+        let entries = self
+            .ctx
+            .store
+            .recent_transcript(&self.chat, SEED_ENTRIES)
+            .await?;
+        let mut lines: Vec<String> = entries
+            .into_iter()
+            .map(|(role, text)| match role {
+                Role::User => format!("User: {text}"),
+                Role::Assistant => format!("Assistant: {text}"),
+            })
+            .collect();
+        while lines.iter().map(String::len).sum::<usize>() > SEED_MAX_CHARS && lines.len() > 1 {
+            lines.remove(0);
+        }
+        Ok(format!(
+            "[codex-gateway] This chat's earlier Codex session could not be restored. \
+             The recent conversation was:\n{}\n[end of earlier conversation]",
+            lines.join("\n")
+        ))
+    }
+
+    /// The chat's working directory, created if missing.
+    fn working_directory(&self) -> Result<PathBuf, SessionError> {
+        let settings = &self.ctx.settings;
+        let path = match settings.workspace_mode {
+            WorkspaceMode::Shared => settings.workspace.clone(),
+            WorkspaceMode::PerChat => settings.workspace.join(self.chat.folder_name()),
+        };
+        std::fs::create_dir_all(&path).map_err(|source| SessionError::Workspace {
+            path: path.clone(),
+            source,
+        })?;
+        // Codex wants an absolute cwd.
+        std::path::absolute(&path).map_err(|source| SessionError::Workspace { path, source })
+    }
+
+    fn thread_settings(&self, cwd: &std::path::Path) -> ThreadSettings {
+        let settings = &self.ctx.settings;
+        ThreadSettings {
+            cwd: cwd.to_string_lossy().into_owned(),
+            model: settings.model.clone(),
+            approval_policy: settings.approval_policy,
+            sandbox: settings.sandbox,
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! Durable state in SQLite: which Codex thread each chat uses, old threads, transcripts.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use tracing::instrument;
+
+use crate::chat::ChatKey;
+use crate::codex::TokenUsage;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the database at {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("cannot prepare the database at {path}: {source}")]
+    Migrate {
+        path: PathBuf,
+        #[source]
+        source: sqlx::migrate::MigrateError,
+    },
+    #[error("database error: {0}")]
+    Query(#[from] sqlx::Error),
+}
+
+/// A chat's row.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct ChatRecord {
+    pub thread_id: Option<String>,
+    pub cwd: String,
+    pub turns: i64,
+    pub last_tokens: Option<i64>,
+    pub total_tokens: Option<i64>,
+    pub context_window: Option<i64>,
+}
+
+/// Why a chat stopped using a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetireReason {
+    New,
+    RolloutMissing,
+}
+
+impl RetireReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            RetireReason::New => "new",
+            RetireReason::RolloutMissing => "rollout_missing",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database and applies the embedded migrations.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let open_error = |source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| open_error(sqlx::Error::Io(e)))?;
+        }
+        let options = SqliteConnectOptions::from_str("sqlite:")
+            .map_err(open_error)?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(5));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(open_error)?;
+        sqlx::migrate!()
+            .run(&pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Store { pool })
+    }
+
+    /// Closes the connections, checkpointing the WAL.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// A cheap query proving the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all, fields(chat = %chat))]
+    pub async fn chat(&self, chat: &ChatKey) -> Result<Option<ChatRecord>, StoreError> {
+        let row = sqlx::query_as::<_, ChatRecord>(
+            "SELECT thread_id, cwd, turns, last_tokens, total_tokens, context_window
+             FROM chats WHERE chat_key = ?",
+        )
+        .bind(chat.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
+    }
+
+    /// Makes `thread_id` the chat's thread; a replaced thread moves to the history in
+    /// the same transaction.
+    #[instrument(skip_all, fields(chat = %chat, thread_id))]
+    pub async fn set_thread(
+        &self,
+        chat: &ChatKey,
+        cwd: &str,
+        thread_id: &str,
+        replaced: Option<(&str, RetireReason)>,
+    ) -> Result<(), StoreError> {
+        let key = chat.to_string();
+        let now = now();
+        let mut tx = self.pool.begin().await?;
+        if let Some((old, reason)) = replaced {
+            insert_history(&mut tx, &key, old, reason, now).await?;
+        }
+        sqlx::query(
+            "INSERT INTO chats (chat_key, thread_id, cwd, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?4)
+             ON CONFLICT (chat_key) DO UPDATE SET
+                thread_id = excluded.thread_id, cwd = excluded.cwd, updated_at = excluded.updated_at,
+                turns = CASE WHEN chats.thread_id IS excluded.thread_id THEN chats.turns ELSE 0 END",
+        )
+        .bind(&key)
+        .bind(thread_id)
+        .bind(cwd)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Detaches the chat's thread (for `/new`), keeping its id in the history.
+    /// Returns the retired id, if there was one.
+    #[instrument(skip_all, fields(chat = %chat))]
+    pub async fn retire_thread(
+        &self,
+        chat: &ChatKey,
+        reason: RetireReason,
+    ) -> Result<Option<String>, StoreError> {
+        let key = chat.to_string();
+        let now = now();
+        let mut tx = self.pool.begin().await?;
+        let old: Option<Option<String>> =
+            sqlx::query_scalar("SELECT thread_id FROM chats WHERE chat_key = ?")
+                .bind(&key)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(old) = old.flatten() else {
+            return Ok(None);
+        };
+        insert_history(&mut tx, &key, &old, reason, now).await?;
+        sqlx::query(
+            "UPDATE chats SET thread_id = NULL, turns = 0, last_tokens = NULL,
+                total_tokens = NULL, updated_at = ? WHERE chat_key = ?",
+        )
+        .bind(now)
+        .bind(&key)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(old))
+    }
+
+    /// Counts a finished turn and keeps the latest token usage.
+    #[instrument(skip_all, fields(chat = %chat))]
+    pub async fn record_turn(
+        &self,
+        chat: &ChatKey,
+        usage: Option<&TokenUsage>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE chats SET turns = turns + 1,
+                last_tokens = COALESCE(?1, last_tokens),
+                total_tokens = COALESCE(?2, total_tokens),
+                context_window = COALESCE(?3, context_window),
+                updated_at = ?4
+             WHERE chat_key = ?5",
+        )
+        .bind(usage.map(|u| u.last.total_tokens))
+        .bind(usage.map(|u| u.total.total_tokens))
+        .bind(usage.and_then(|u| u.model_context_window))
+        .bind(now())
+        .bind(chat.to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all, fields(chat = %chat, thread_id))]
+    pub async fn append_transcript(
+        &self,
+        chat: &ChatKey,
+        thread_id: &str,
+        role: Role,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO transcript (chat_key, thread_id, role, text, at) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(chat.to_string())
+        .bind(thread_id)
+        .bind(role.as_str())
+        .bind(text)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The last `limit` transcript entries of the chat's current conversation
+    /// (everything since its last `/new`), oldest first.
+    #[instrument(skip_all, fields(chat = %chat))]
+    pub async fn recent_transcript(
+        &self,
+        chat: &ChatKey,
+        limit: i64,
+    ) -> Result<Vec<(Role, String)>, StoreError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT role, text FROM (
+                SELECT id, role, text FROM transcript
+                WHERE chat_key = ?1 AND id > COALESCE((
+                    SELECT MAX(t.id) FROM transcript t JOIN thread_history h
+                      ON h.chat_key = t.chat_key AND h.thread_id = t.thread_id
+                    WHERE t.chat_key = ?1 AND h.reason = 'new'), 0)
+                ORDER BY id DESC LIMIT ?2)
+             ORDER BY id",
+        )
+        .bind(chat.to_string())
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(role, text)| {
+                let role = if role == "user" {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                (role, text)
+            })
+            .collect())
+    }
+
+    /// The chat's earlier threads, oldest first.
+    #[instrument(skip_all, fields(chat = %chat))]
+    pub async fn thread_history(
+        &self,
+        chat: &ChatKey,
+    ) -> Result<Vec<(String, RetireReason)>, StoreError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT thread_id, reason FROM thread_history WHERE chat_key = ? ORDER BY id",
+        )
+        .bind(chat.to_string())
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, reason)| {
+                let reason = if reason == "new" {
+                    RetireReason::New
+                } else {
+                    RetireReason::RolloutMissing
+                };
+                (id, reason)
+            })
+            .collect())
+    }
+}
+
+async fn insert_history(
+    tx: &mut sqlx::SqliteConnection,
+    key: &str,
+    thread_id: &str,
+    reason: RetireReason,
+    now: i64,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO thread_history (chat_key, thread_id, reason, retired_at) VALUES (?, ?, ?, ?)",
+    )
+    .bind(key)
+    .bind(thread_id)
+    .bind(reason.as_str())
+    .bind(now)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::Platform;
+    use crate::codex::TokenCounts;
+
+    async fn fresh() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("nested/gateway.db"))
+            .await
+            .unwrap();
+        (dir, store)
+    }
+
+    fn key(name: &str) -> ChatKey {
+        ChatKey::new(Platform::Console, name)
+    }
+
+    #[tokio::test]
+    async fn thread_survives_reopen_and_new_moves_it_to_history() {
+        let (dir, store) = fresh().await;
+        let chat = key("a");
+        assert_eq!(store.chat(&chat).await.unwrap(), None);
+        store.set_thread(&chat, "/w/a", "t1", None).await.unwrap();
+        store.record_turn(&chat, None).await.unwrap();
+        store.close().await;
+
+        let store = Store::open(&dir.path().join("nested/gateway.db"))
+            .await
+            .unwrap();
+        let row = store.chat(&chat).await.unwrap().unwrap();
+        assert_eq!(row.thread_id.as_deref(), Some("t1"));
+        assert_eq!(row.turns, 1);
+
+        assert_eq!(
+            store
+                .retire_thread(&chat, RetireReason::New)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("t1")
+        );
+        let row = store.chat(&chat).await.unwrap().unwrap();
+        assert_eq!((row.thread_id, row.turns), (None, 0));
+        assert_eq!(
+            store.thread_history(&chat).await.unwrap(),
+            vec![("t1".to_string(), RetireReason::New)]
+        );
+        // Nothing to retire twice.
+        assert_eq!(
+            store.retire_thread(&chat, RetireReason::New).await.unwrap(),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn replacement_is_recorded_with_its_reason() {
+        let (_dir, store) = fresh().await;
+        let chat = key("b");
+        store.set_thread(&chat, "/w", "t1", None).await.unwrap();
+        store.record_turn(&chat, None).await.unwrap();
+        store
+            .set_thread(
+                &chat,
+                "/w",
+                "t2",
+                Some(("t1", RetireReason::RolloutMissing)),
+            )
+            .await
+            .unwrap();
+        let row = store.chat(&chat).await.unwrap().unwrap();
+        assert_eq!((row.thread_id.as_deref(), row.turns), (Some("t2"), 0));
+        assert_eq!(
+            store.thread_history(&chat).await.unwrap(),
+            vec![("t1".to_string(), RetireReason::RolloutMissing)]
+        );
+    }
+
+    #[tokio::test]
+    async fn usage_is_kept_per_chat() {
+        let (_dir, store) = fresh().await;
+        let (a, b) = (key("a"), key("b"));
+        store.set_thread(&a, "/w", "ta", None).await.unwrap();
+        store.set_thread(&b, "/w", "tb", None).await.unwrap();
+        let usage = TokenUsage {
+            total: TokenCounts {
+                input_tokens: 90,
+                output_tokens: 10,
+                total_tokens: 100,
+            },
+            last: TokenCounts {
+                input_tokens: 40,
+                output_tokens: 2,
+                total_tokens: 42,
+            },
+            model_context_window: Some(1000),
+        };
+        store.record_turn(&a, Some(&usage)).await.unwrap();
+        store.record_turn(&a, None).await.unwrap();
+        let row = store.chat(&a).await.unwrap().unwrap();
+        assert_eq!(
+            (
+                row.turns,
+                row.last_tokens,
+                row.total_tokens,
+                row.context_window
+            ),
+            (2, Some(42), Some(100), Some(1000))
+        );
+        assert_eq!(store.chat(&b).await.unwrap().unwrap().last_tokens, None);
+    }
+
+    #[tokio::test]
+    async fn transcript_is_per_chat_and_starts_after_new() {
+        let (_dir, store) = fresh().await;
+        let (a, b) = (key("a"), key("b"));
+        store.set_thread(&a, "/w", "t1", None).await.unwrap();
+        store
+            .append_transcript(&a, "t1", Role::User, "old question")
+            .await
+            .unwrap();
+        store.retire_thread(&a, RetireReason::New).await.unwrap();
+        store.set_thread(&a, "/w", "t2", None).await.unwrap();
+        for i in 0..5 {
+            store
+                .append_transcript(&a, "t2", Role::User, &format!("q{i}"))
+                .await
+                .unwrap();
+            store
+                .append_transcript(&a, "t2", Role::Assistant, &format!("a{i}"))
+                .await
+                .unwrap();
+        }
+        store
+            .append_transcript(&b, "tb", Role::User, "other chat")
+            .await
+            .unwrap();
+        let recent = store.recent_transcript(&a, 3).await.unwrap();
+        assert_eq!(
+            recent,
+            vec![
+                (Role::Assistant, "a3".to_string()),
+                (Role::User, "q4".to_string()),
+                (Role::Assistant, "a4".to_string())
+            ]
+        );
+        let all = store.recent_transcript(&a, 100).await.unwrap();
+        assert_eq!(all.len(), 10);
+        assert!(
+            all.iter()
+                .all(|(_, text)| text != "old question" && text != "other chat")
+        );
+    }
+
+    #[tokio::test]
+    async fn unwritable_path_is_a_clear_error() {
+        let err = Store::open(Path::new("/proc/codex-gateway/x.db"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Open { .. }), "{err}");
+        assert!(
+            err.to_string().contains("/proc/codex-gateway/x.db"),
+            "{err}"
+        );
+    }
+}
