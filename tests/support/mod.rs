@@ -1,0 +1,215 @@
+//! Test harness: a temp directory with CODEX_HOME, database and workspace, the fake
+//! model server, and the real `codex app-server` (pinned, installed by scripts/test).
+
+#![allow(dead_code, unused_imports)] // each test binary uses its own part of the harness
+
+pub mod model;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use codex_gateway::App;
+use codex_gateway::chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
+use codex_gateway::config::{ApprovalPolicy, Config, SandboxMode, WorkspaceMode};
+use tokio::sync::mpsc;
+
+pub use model::{Brain, FakeModel, ModelRequest, Reply, default_brain};
+
+/// How long a test waits for one answer before failing.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The pinned codex binary; scripts/test installs it and exports its path.
+pub fn codex_binary() -> PathBuf {
+    let path = std::env::var_os("CODEX_GATEWAY_TEST_CODEX")
+        .map(PathBuf::from)
+        .expect(
+            "CODEX_GATEWAY_TEST_CODEX is not set: run the suite with scripts/test, which installs \
+         the pinned @openai/codex and sets it",
+        );
+    assert!(
+        path.is_file(),
+        "codex binary {} does not exist",
+        path.display()
+    );
+    path
+}
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub model: FakeModel,
+}
+
+impl TestEnv {
+    pub async fn new() -> Self {
+        Self::with_brain(default_brain()).await
+    }
+
+    pub async fn with_brain(brain: Brain) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let model = FakeModel::start(brain).await;
+        let home = dir.path().join("codex-home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(dir.path().join("workspace")).unwrap();
+        std::fs::write(home.join("config.toml"), codex_config(&model.base_url)).unwrap();
+        Self { dir, model }
+    }
+
+    pub fn codex_home(&self) -> PathBuf {
+        self.dir.path().join("codex-home")
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("workspace")
+    }
+
+    pub fn database(&self) -> PathBuf {
+        self.dir.path().join("data").join("gateway.db")
+    }
+
+    /// A gateway config for this environment (shared workspace, no approvals).
+    pub fn config(&self) -> Config {
+        let mut config = Config::default();
+        config.storage.database = self.database();
+        config.codex.binary = codex_binary();
+        config.codex.home = Some(self.codex_home());
+        config
+            .codex
+            .env
+            .insert("MOCK_API_KEY".into(), "test-key".into());
+        config.codex.workspace = self.workspace();
+        config.codex.workspace_mode = WorkspaceMode::Shared;
+        config.codex.approval_policy = ApprovalPolicy::Never;
+        config.codex.sandbox = SandboxMode::DangerFullAccess;
+        config
+    }
+
+    pub async fn start(&self) -> App {
+        App::start(&self.config()).await.expect("app starts")
+    }
+
+    /// Rollout files under CODEX_HOME/sessions.
+    pub fn rollouts(&self) -> Vec<PathBuf> {
+        fn walk(dir: &std::path::Path, found: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, found);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    found.push(path);
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(&self.codex_home().join("sessions"), &mut found);
+        found
+    }
+}
+
+/// CODEX_HOME/config.toml pointing codex at the fake model, fully offline.
+pub fn codex_config(base_url: &str) -> String {
+    format!(
+        r#"model = "mock-model"
+model_provider = "mock"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+web_search = "disabled"
+allow_login_shell = false
+[analytics]
+enabled = false
+[features]
+plugins = false
+apps = false
+remote_plugin = false
+shell_snapshot = false
+unbounded_connection_retries = false
+[model_providers.mock]
+name = "mock"
+base_url = "{base_url}"
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+"#
+    )
+}
+
+/// A person in one chat: sends messages through the router and reads the answers.
+pub struct Chat {
+    pub key: ChatKey,
+    outbox: mpsc::UnboundedSender<Outbound>,
+    answers: mpsc::UnboundedReceiver<Outbound>,
+    /// Every answer received so far, in order.
+    pub seen: Vec<OutboundKind>,
+}
+
+impl Chat {
+    pub fn new(name: &str) -> Self {
+        let (outbox, answers) = mpsc::unbounded_channel();
+        Self {
+            key: ChatKey::new(Platform::Console, name),
+            outbox,
+            answers,
+            seen: Vec::new(),
+        }
+    }
+
+    pub fn send(&self, app: &App, text: &str) {
+        app.router().dispatch(Inbound {
+            chat: self.key.clone(),
+            user: "tester".into(),
+            text: text.into(),
+            reply_to: self.outbox.clone(),
+        });
+    }
+
+    /// Waits for the next answer that `pick` accepts, keeping every answer in `seen`.
+    pub async fn wait_for<T>(&mut self, mut pick: impl FnMut(&OutboundKind) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let answer = tokio::time::timeout_at(deadline, self.answers.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no matching answer in time; seen: {:#?}", self.seen))
+                .expect("outbox open");
+            assert_eq!(answer.chat, self.key, "answer went to the wrong chat");
+            self.seen.push(answer.kind.clone());
+            if let Some(found) = pick(&answer.kind) {
+                return found;
+            }
+        }
+    }
+
+    /// Waits for the next agent reply.
+    pub async fn reply(&mut self) -> String {
+        self.wait_for(|kind| match kind {
+            OutboundKind::Reply(text) => Some(text.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Waits for the next gateway notice containing `part`.
+    pub async fn notice(&mut self, part: &str) -> String {
+        self.wait_for(|kind| match kind {
+            OutboundKind::Notice(text) if text.contains(part) => Some(text.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Sends and waits for the agent's reply.
+    pub async fn ask(&mut self, app: &App, text: &str) -> String {
+        self.send(app, text);
+        self.reply().await
+    }
+
+    pub fn notices(&self) -> Vec<String> {
+        self.seen
+            .iter()
+            .filter_map(|kind| match kind {
+                OutboundKind::Notice(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
