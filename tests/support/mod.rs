@@ -83,6 +83,23 @@ impl TestEnv {
         config
     }
 
+    /// The same settings as [`TestEnv::config`], as a TOML file for the binary; `extra`
+    /// is appended to the `[codex]` table.
+    pub fn config_file(&self, extra: &str) -> PathBuf {
+        let path = self.dir.path().join("gateway.toml");
+        let text = format!(
+            "[storage]\ndatabase = {:?}\n[codex]\nbinary = {:?}\nhome = {:?}\nworkspace = {:?}\n\
+             workspace_mode = \"shared\"\napproval_policy = \"never\"\nsandbox = \"danger-full-access\"\n\
+             env = {{ MOCK_API_KEY = \"test-key\" }}\n{extra}\n",
+            self.database(),
+            codex_binary(),
+            self.codex_home(),
+            self.workspace(),
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
     pub async fn start(&self) -> App {
         App::start(&self.config()).await.expect("app starts")
     }
