@@ -270,6 +270,10 @@ impl Actor {
             timed_out: false,
         };
         let mut last_error = None;
+        // Codex rejects an interrupt until the turn has really started; a stop asked for
+        // earlier waits for turn/started.
+        let mut started = false;
+        let mut stop_pending = false;
         let turn_timeout = self.ctx.settings.turn_timeout;
         let deadline = tokio::time::sleep_until(Instant::now() + turn_timeout);
         tokio::pin!(deadline);
@@ -284,7 +288,13 @@ impl Actor {
                         continue;
                     };
                     match notification {
-                        Notification::TurnStarted { turn_id: started } if turn_id.is_none() => turn_id = Some(started),
+                        Notification::TurnStarted { turn_id: id } if turn_id.is_none() || turn_id.as_ref() == Some(&id) => {
+                            started = true;
+                            if std::mem::take(&mut stop_pending) {
+                                self.interrupt(Some(&id)).await;
+                            }
+                            turn_id = Some(id);
+                        }
                         Notification::ItemCompleted { turn_id: of, item } if turn_id.as_ref() == Some(&of) => match item {
                             Item::AgentMessage { text } if !text.is_empty() => outcome.replies.push(text),
                             Item::CommandExecution { command, .. } => replies.send(OutboundKind::Progress(format!("running: {command}"))),
@@ -301,7 +311,9 @@ impl Actor {
                     }
                 }
                 message = self.mailbox.recv(), if self.mailbox_open => match message {
-                    Some(message) => self.while_busy(message, turn_id.as_deref()).await,
+                    Some(message) => if self.while_busy(message).await {
+                        if started { self.interrupt(turn_id.as_deref()).await } else { stop_pending = true }
+                    },
                     None => self.mailbox_open = false,
                 },
                 () = &mut deadline => {
@@ -312,21 +324,21 @@ impl Actor {
                     outcome.timed_out = true;
                     warn!(chat = %self.chat, ?turn_timeout, "turn timed out; interrupting");
                     replies.notice(format!(
-                        "Codex has worked on this for {} minutes (the turn time limit); interrupting it.",
-                        turn_timeout.as_secs() / 60
+                        "Codex has worked on this for {} (the turn time limit); interrupting it.",
+                        human_duration(turn_timeout)
                     ));
-                    self.interrupt(turn_id.as_deref()).await;
+                    if started { self.interrupt(turn_id.as_deref()).await } else { stop_pending = true }
                     deadline.as_mut().reset(Instant::now() + INTERRUPT_GRACE);
                 }
             }
         }
     }
 
-    /// A message that arrives while a turn runs.
-    async fn while_busy(&mut self, message: ActorMsg, turn_id: Option<&str>) {
+    /// A message that arrives while a turn runs. Returns whether it asks to stop the turn.
+    async fn while_busy(&mut self, message: ActorMsg) -> bool {
         let ActorMsg::Inbound(inbound) = message else {
             self.queue.push_back(message);
-            return;
+            return false;
         };
         let replies = Replies {
             chat: &inbound.chat,
@@ -336,7 +348,7 @@ impl Actor {
             Input::Command(Command::Stop) => {
                 info!(chat = %self.chat, "stop requested");
                 replies.notice("Stopping...");
-                self.interrupt(turn_id).await;
+                return true;
             }
             Input::Command(Command::Status) => replies.notice(self.status().await),
             Input::Command(Command::Help) => replies.notice(HELP),
@@ -345,6 +357,7 @@ impl Actor {
                 self.queue.push_back(ActorMsg::Inbound(inbound));
             }
         }
+        false
     }
 
     async fn interrupt(&self, turn_id: Option<&str>) {
@@ -412,5 +425,26 @@ impl Actor {
     fn report(&self, replies: &Replies<'_>, error: &SessionError) {
         error!(chat = %self.chat, %error, "request failed");
         replies.notice(error.user_message());
+    }
+}
+
+/// "90 seconds", "30 minutes": how long, in the unit a person would say.
+fn human_duration(duration: Duration) -> String {
+    match duration.as_secs() {
+        1 => "1 second".into(),
+        secs if secs < 120 => format!("{secs} seconds"),
+        secs => format!("{} minutes", secs / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(Duration::from_secs(1)), "1 second");
+        assert_eq!(human_duration(Duration::from_secs(90)), "90 seconds");
+        assert_eq!(human_duration(Duration::from_secs(1800)), "30 minutes");
     }
 }

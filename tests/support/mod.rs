@@ -45,6 +45,11 @@ impl TestEnv {
     }
 
     pub async fn with_brain(brain: Brain) -> Self {
+        // RUST_LOG=codex_gateway=debug shows the gateway's logs with a failing test.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let dir = tempfile::tempdir().unwrap();
         let model = FakeModel::start(brain).await;
         let home = dir.path().join("codex-home");
