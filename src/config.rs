@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::hygiene::CompactionMode;
+use crate::hygiene::Policy;
+
 /// Prefix of the environment variables that override the config file
 /// (`CODEX_GATEWAY__TELEGRAM__TOKEN` sets `telegram.token`).
 pub const ENV_PREFIX: &str = "CODEX_GATEWAY";
@@ -15,6 +18,7 @@ pub const ENV_PREFIX: &str = "CODEX_GATEWAY";
 pub struct Config {
     pub storage: StorageConfig,
     pub codex: CodexConfig,
+    pub hygiene: HygieneConfig,
     pub telegram: PlatformConfig,
     pub discord: PlatformConfig,
 }
@@ -56,6 +60,8 @@ pub struct CodexConfig {
     pub turn_timeout_secs: u64,
     /// How long one JSON-RPC request (not a turn) may take before it counts as failed.
     pub request_timeout_secs: u64,
+    /// App-server processes; each hosts many threads, and a chat sticks to one.
+    pub processes: usize,
 }
 
 impl Default for CodexConfig {
@@ -72,6 +78,41 @@ impl Default for CodexConfig {
             sandbox: SandboxMode::WorkspaceWrite,
             turn_timeout_secs: 30 * 60,
             request_timeout_secs: 60,
+            processes: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HygieneConfig {
+    pub compaction: CompactionMode,
+    /// In `gateway` mode, compact after a turn that left the context this full.
+    pub compact_at_percent: u8,
+    /// Chats kept in memory at most; the least recently used is unloaded (losslessly).
+    pub max_live_threads: usize,
+    /// Unload a chat idle this long; 0 never does.
+    pub idle_unload_secs: u64,
+}
+
+impl Default for HygieneConfig {
+    fn default() -> Self {
+        Self {
+            compaction: CompactionMode::Native,
+            compact_at_percent: 85,
+            max_live_threads: 64,
+            idle_unload_secs: 3600,
+        }
+    }
+}
+
+impl HygieneConfig {
+    pub fn policy(&self) -> Policy {
+        Policy {
+            mode: self.compaction,
+            compact_at_percent: self.compact_at_percent,
+            idle_unload: (self.idle_unload_secs > 0)
+                .then(|| std::time::Duration::from_secs(self.idle_unload_secs)),
         }
     }
 }
@@ -175,6 +216,16 @@ impl Config {
         if self.codex.turn_timeout_secs == 0 || self.codex.request_timeout_secs == 0 {
             return Err(ConfigError::Rule(
                 "codex.turn_timeout_secs and codex.request_timeout_secs must be above 0".into(),
+            ));
+        }
+        if self.codex.processes == 0 || self.hygiene.max_live_threads == 0 {
+            return Err(ConfigError::Rule(
+                "codex.processes and hygiene.max_live_threads must be at least 1".into(),
+            ));
+        }
+        if !(1..=100).contains(&self.hygiene.compact_at_percent) {
+            return Err(ConfigError::Rule(
+                "hygiene.compact_at_percent must be between 1 and 100".into(),
             ));
         }
         if let Some(bad) = self.codex.config.iter().find(|kv| !kv.contains('=')) {

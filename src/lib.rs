@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod codex;
 pub mod config;
+pub mod hygiene;
 pub mod platform;
 pub mod router;
 pub mod session;
@@ -39,15 +40,16 @@ impl App {
     /// Opens the database (migrating it) and starts the Codex app-server.
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         let store = Store::open(&config.storage.database).await?;
-        let codex = Codex::start(spawn_spec(config)).await?;
+        let codex = Codex::start(spawn_spec(config), config.codex.processes).await?;
         let ctx = Arc::new(Context {
             store,
             codex,
             settings: SessionSettings::from_config(&config.codex),
+            hygiene: config.hygiene.policy(),
         });
         info!(database = %config.storage.database.display(), "codex-gateway started");
         Ok(Self {
-            router: Router::new(ctx.clone()),
+            router: Router::new(ctx.clone(), config.hygiene.max_live_threads),
             ctx,
         })
     }

@@ -11,6 +11,7 @@ use tracing::{info, warn};
 use crate::chat::ChatKey;
 use crate::codex::{AppServer, Codex, CodexError, ThreadEvent, ThreadSettings};
 use crate::config::{ApprovalPolicy, CodexConfig, SandboxMode, WorkspaceMode};
+use crate::hygiene::Policy;
 use crate::store::{ChatRecord, RetireReason, Role, Store, StoreError};
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
@@ -23,6 +24,7 @@ pub struct Context {
     pub store: Store,
     pub codex: Codex,
     pub settings: SessionSettings,
+    pub hygiene: Policy,
 }
 
 /// How threads are created and turns are bounded.
@@ -235,7 +237,7 @@ impl Session {
             return Ok(Attach::Live);
         }
         self.live = None;
-        let server = self.ctx.codex.server().await?;
+        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
         let cwd = self.working_directory()?;
         let settings = self.thread_settings(&cwd);
         let stored = self
@@ -245,7 +247,7 @@ impl Session {
             .await?
             .and_then(|c| c.thread_id);
         if let Some(thread_id) = stored {
-            match server.resume_thread(&thread_id, &settings).await {
+            match resume_when_closed(&server, &thread_id, &settings).await {
                 Ok(resumed) => {
                     info!(chat = %self.chat, thread_id = resumed, "thread resumed");
                     self.attach(server, resumed, cwd, true);
@@ -347,6 +349,28 @@ impl Session {
             model: settings.model.clone(),
             approval_policy: settings.approval_policy,
             sandbox: settings.sandbox,
+        }
+    }
+}
+
+/// How long to wait for Codex to finish unloading a thread before resuming it again.
+const CLOSING_RETRIES: u32 = 30;
+const CLOSING_RETRY_DELAY: Duration = Duration::from_millis(500);
+
+/// Resumes a thread, waiting out Codex's unloading of it if that is under way.
+async fn resume_when_closed(
+    server: &AppServer,
+    thread_id: &str,
+    settings: &ThreadSettings,
+) -> Result<String, CodexError> {
+    let mut attempt = 0;
+    loop {
+        match server.resume_thread(thread_id, settings).await {
+            Err(CodexError::ThreadClosing(_)) if attempt < CLOSING_RETRIES => {
+                attempt += 1;
+                tokio::time::sleep(CLOSING_RETRY_DELAY).await;
+            }
+            other => return other,
         }
     }
 }

@@ -9,6 +9,7 @@ use tracing::instrument;
 
 use crate::chat::ChatKey;
 use crate::codex::TokenUsage;
+use crate::hygiene::{CompactionOutcome, LastCompaction};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -37,6 +38,23 @@ pub struct ChatRecord {
     pub last_tokens: Option<i64>,
     pub total_tokens: Option<i64>,
     pub context_window: Option<i64>,
+    last_compaction: Option<String>,
+    last_compaction_turn: Option<i64>,
+}
+
+impl ChatRecord {
+    /// The gateway's latest compaction of this thread, and how many turns ago it ran.
+    pub fn last_compaction(&self) -> Option<LastCompaction> {
+        let outcome = match self.last_compaction.as_deref()? {
+            "reduced" => CompactionOutcome::Reduced,
+            "noop" => CompactionOutcome::NoOp,
+            _ => CompactionOutcome::Failed,
+        };
+        Some(LastCompaction {
+            outcome,
+            turns_ago: self.turns - self.last_compaction_turn.unwrap_or(self.turns),
+        })
+    }
 }
 
 /// Why a chat stopped using a thread.
@@ -126,7 +144,8 @@ impl Store {
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn chat(&self, chat: &ChatKey) -> Result<Option<ChatRecord>, StoreError> {
         let row = sqlx::query_as::<_, ChatRecord>(
-            "SELECT thread_id, cwd, turns, last_tokens, total_tokens, context_window
+            "SELECT thread_id, cwd, turns, last_tokens, total_tokens, context_window,
+                    last_compaction, last_compaction_turn
              FROM chats WHERE chat_key = ?",
         )
         .bind(chat.to_string())
@@ -156,7 +175,11 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?4)
              ON CONFLICT (chat_key) DO UPDATE SET
                 thread_id = excluded.thread_id, cwd = excluded.cwd, updated_at = excluded.updated_at,
-                turns = CASE WHEN chats.thread_id IS excluded.thread_id THEN chats.turns ELSE 0 END",
+                turns = CASE WHEN chats.thread_id IS excluded.thread_id THEN chats.turns ELSE 0 END,
+                last_compaction = CASE WHEN chats.thread_id IS excluded.thread_id
+                    THEN chats.last_compaction END,
+                last_compaction_turn = CASE WHEN chats.thread_id IS excluded.thread_id
+                    THEN chats.last_compaction_turn END",
         )
         .bind(&key)
         .bind(thread_id)
@@ -190,7 +213,8 @@ impl Store {
         insert_history(&mut tx, &key, &old, reason, now).await?;
         sqlx::query(
             "UPDATE chats SET thread_id = NULL, turns = 0, last_tokens = NULL,
-                total_tokens = NULL, updated_at = ? WHERE chat_key = ?",
+                total_tokens = NULL, last_compaction = NULL, last_compaction_turn = NULL,
+                updated_at = ? WHERE chat_key = ?",
         )
         .bind(now)
         .bind(&key)
@@ -200,15 +224,17 @@ impl Store {
         Ok(Some(old))
     }
 
-    /// Counts a finished turn and keeps the latest token usage.
+    /// Keeps the latest token usage, counting a user turn when `counts_as_turn`
+    /// (compactions do not).
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn record_turn(
         &self,
         chat: &ChatKey,
         usage: Option<&TokenUsage>,
+        counts_as_turn: bool,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "UPDATE chats SET turns = turns + 1,
+            "UPDATE chats SET turns = turns + ?6,
                 last_tokens = COALESCE(?1, last_tokens),
                 total_tokens = COALESCE(?2, total_tokens),
                 context_window = COALESCE(?3, context_window),
@@ -218,6 +244,31 @@ impl Store {
         .bind(usage.map(|u| u.last.total_tokens))
         .bind(usage.map(|u| u.total.total_tokens))
         .bind(usage.and_then(|u| u.model_context_window))
+        .bind(now())
+        .bind(chat.to_string())
+        .bind(i64::from(counts_as_turn))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Keeps the outcome of a compaction the gateway ran, for hygiene's back-off.
+    #[instrument(skip_all, fields(chat = %chat))]
+    pub async fn record_compaction(
+        &self,
+        chat: &ChatKey,
+        outcome: CompactionOutcome,
+    ) -> Result<(), StoreError> {
+        let outcome = match outcome {
+            CompactionOutcome::Reduced => "reduced",
+            CompactionOutcome::NoOp => "noop",
+            CompactionOutcome::Failed => "failed",
+        };
+        sqlx::query(
+            "UPDATE chats SET last_compaction = ?, last_compaction_turn = turns, updated_at = ?
+             WHERE chat_key = ?",
+        )
+        .bind(outcome)
         .bind(now())
         .bind(chat.to_string())
         .execute(&self.pool)
@@ -350,7 +401,7 @@ mod tests {
         let chat = key("a");
         assert_eq!(store.chat(&chat).await.unwrap(), None);
         store.set_thread(&chat, "/w/a", "t1", None).await.unwrap();
-        store.record_turn(&chat, None).await.unwrap();
+        store.record_turn(&chat, None, true).await.unwrap();
         store.close().await;
 
         let store = Store::open(&dir.path().join("nested/gateway.db"))
@@ -386,7 +437,7 @@ mod tests {
         let (_dir, store) = fresh().await;
         let chat = key("b");
         store.set_thread(&chat, "/w", "t1", None).await.unwrap();
-        store.record_turn(&chat, None).await.unwrap();
+        store.record_turn(&chat, None, true).await.unwrap();
         store
             .set_thread(
                 &chat,
@@ -401,6 +452,46 @@ mod tests {
         assert_eq!(
             store.thread_history(&chat).await.unwrap(),
             vec![("t1".to_string(), RetireReason::RolloutMissing)]
+        );
+    }
+
+    #[tokio::test]
+    async fn compaction_outcome_counts_turns_and_resets_with_the_thread() {
+        let (_dir, store) = fresh().await;
+        let chat = key("c");
+        store.set_thread(&chat, "/w", "t1", None).await.unwrap();
+        store.record_turn(&chat, None, true).await.unwrap();
+        assert_eq!(
+            store.chat(&chat).await.unwrap().unwrap().last_compaction(),
+            None
+        );
+        store
+            .record_compaction(&chat, CompactionOutcome::NoOp)
+            .await
+            .unwrap();
+        store.record_turn(&chat, None, true).await.unwrap();
+        store.record_turn(&chat, None, true).await.unwrap();
+        assert_eq!(
+            store.chat(&chat).await.unwrap().unwrap().last_compaction(),
+            Some(LastCompaction {
+                outcome: CompactionOutcome::NoOp,
+                turns_ago: 2
+            })
+        );
+        store.set_thread(&chat, "/w", "t1", None).await.unwrap();
+        assert!(
+            store
+                .chat(&chat)
+                .await
+                .unwrap()
+                .unwrap()
+                .last_compaction()
+                .is_some()
+        );
+        store.retire_thread(&chat, RetireReason::New).await.unwrap();
+        assert_eq!(
+            store.chat(&chat).await.unwrap().unwrap().last_compaction(),
+            None
         );
     }
 
@@ -423,8 +514,8 @@ mod tests {
             },
             model_context_window: Some(1000),
         };
-        store.record_turn(&a, Some(&usage)).await.unwrap();
-        store.record_turn(&a, None).await.unwrap();
+        store.record_turn(&a, Some(&usage), true).await.unwrap();
+        store.record_turn(&a, None, false).await.unwrap();
         let row = store.chat(&a).await.unwrap().unwrap();
         assert_eq!(
             (
@@ -433,7 +524,7 @@ mod tests {
                 row.total_tokens,
                 row.context_window
             ),
-            (2, Some(42), Some(100), Some(1000))
+            (1, Some(42), Some(100), Some(1000))
         );
         assert_eq!(store.chat(&b).await.unwrap().unwrap().last_tokens, None);
     }

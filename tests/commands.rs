@@ -145,7 +145,7 @@ async fn app_server_crash_mid_turn_is_reported_and_the_thread_continues() {
     {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let server = app.codex().server().await.unwrap();
+    let server = app.codex().servers().await.remove(0);
     std::process::Command::new("kill")
         .args(["-9", &server.pid().unwrap().to_string()])
         .status()

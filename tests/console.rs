@@ -84,6 +84,11 @@ async fn console_chat_continues_across_runs() {
     );
     assert!(stdout.contains("Turns: 2"), "{stdout}");
     assert!(stdout.contains("Context: 110 / "), "{stdout}");
+    assert_eq!(
+        env.codex_processes(),
+        Vec::<u32>::new(),
+        "app-server outlived the gateway"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

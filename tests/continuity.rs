@@ -107,7 +107,7 @@ async fn killed_app_server_is_restarted_and_the_thread_resumed() {
     let app = env.start().await;
     let mut chat = Chat::new("crash");
     let thread = read_notes(&app, &mut chat).await;
-    let before = app.codex().server().await.unwrap();
+    let before = app.codex().servers().await.remove(0);
     let pid = before.pid().expect("pid");
     let killed = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
@@ -117,10 +117,16 @@ async fn killed_app_server_is_restarted_and_the_thread_resumed() {
     before.exited().await;
 
     assert_context_kept(&env, &app, &mut chat, &thread).await;
-    let after = app.codex().server().await.unwrap();
-    assert_ne!(after.pid(), Some(pid), "a new process serves the chat");
+    let after = app.codex().servers().await;
+    assert_eq!(after.len(), 1, "exactly one app-server process");
+    assert_ne!(after[0].pid(), Some(pid), "a new process serves the chat");
     assert_eq!(app.codex().restarts(), 1);
     app.shutdown().await;
+    assert_eq!(
+        env.codex_processes(),
+        Vec::<u32>::new(),
+        "app-server left running"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

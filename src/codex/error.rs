@@ -7,6 +7,9 @@ pub enum CodexError {
     /// The stored thread can no longer be resumed (rollout missing, unknown or invalid id).
     #[error("thread {thread_id} cannot be resumed: {message}")]
     ThreadGone { thread_id: String, message: String },
+    /// Codex is unloading the thread right now; resuming works once it has closed.
+    #[error("thread {0} is closing")]
+    ThreadClosing(String),
     /// The thread is not loaded in this app-server process (resume it first).
     #[error("thread not loaded: {0}")]
     ThreadNotLoaded(String),
@@ -45,6 +48,9 @@ impl CodexError {
                 thread_id: id.to_owned(),
                 message,
             },
+            Some(id) if message.contains("is closing; retry") => {
+                CodexError::ThreadClosing(id.to_owned())
+            }
             Some(id) if message.starts_with("thread not found") => {
                 CodexError::ThreadNotLoaded(id.to_owned())
             }
@@ -84,6 +90,13 @@ mod tests {
             "thread not found: t1".into(),
         );
         assert!(matches!(not_loaded, CodexError::ThreadNotLoaded(_)));
+        let closing = CodexError::from_rpc(
+            "thread/resume",
+            Some("t1"),
+            -32600,
+            "thread t1 is closing; retry after the thread is closed".into(),
+        );
+        assert!(matches!(closing, CodexError::ThreadClosing(_)));
         let other = CodexError::from_rpc("turn/start", Some("t1"), -32603, "boom".into());
         assert!(matches!(other, CodexError::Rpc { code: -32603, .. }));
         let no_thread = CodexError::from_rpc("model/list", None, -32600, "no rollout found".into());

@@ -217,6 +217,12 @@ impl AppServer {
             .map(drop)
     }
 
+    /// Threads the gateway holds live on this process. Codex itself unloads a thread
+    /// only some time after its last subscriber left.
+    pub fn subscriptions(&self) -> usize {
+        self.shared.threads.lock().expect("lock").len()
+    }
+
     /// Starts a turn whose input is the given texts, in order; returns the turn id.
     pub async fn start_turn(&self, thread_id: &str, texts: &[&str]) -> Result<String, CodexError> {
         let params = TurnStartParams {

@@ -1,5 +1,6 @@
-//! Keeps one app-server process running: restarts it with backoff after a crash.
+//! A pool of app-server processes, each kept running: a dead one is restarted with backoff.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -14,9 +15,15 @@ use super::process::{AppServer, SpawnSpec};
 const HEALTHY_UPTIME: Duration = Duration::from_secs(60);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// Shared handle to the supervised app-server.
+/// Shared handle to the pool.
 #[derive(Clone)]
 pub struct Codex {
+    slots: Arc<[Supervised]>,
+}
+
+/// One pool slot: at most one live process at a time.
+#[derive(Clone)]
+struct Supervised {
     inner: Arc<Inner>,
 }
 
@@ -36,23 +43,75 @@ struct Slot {
 }
 
 impl Codex {
-    /// Starts the first process (so a broken binary is reported at once) and its supervisor.
-    pub async fn start(spec: SpawnSpec) -> Result<Self, CodexError> {
-        let codex = Codex {
-            inner: Arc::new(Inner {
-                spec,
-                slot: Mutex::new(Slot::default()),
-                shutting_down: AtomicBool::new(false),
-                restarts: AtomicU64::new(0),
-            }),
-        };
-        let first = codex.server().await?;
-        tokio::spawn(codex.clone().supervise(first));
-        Ok(codex)
+    /// Starts `processes` app-servers (so a broken binary is reported at once) and their
+    /// supervisors.
+    pub async fn start(spec: SpawnSpec, processes: usize) -> Result<Self, CodexError> {
+        let mut slots = Vec::with_capacity(processes);
+        for _ in 0..processes.max(1) {
+            let slot = Supervised {
+                inner: Arc::new(Inner {
+                    spec: spec.clone(),
+                    slot: Mutex::new(Slot::default()),
+                    shutting_down: AtomicBool::new(false),
+                    restarts: AtomicU64::new(0),
+                }),
+            };
+            let first = match slot.server().await {
+                Ok(first) => first,
+                Err(error) => {
+                    Codex {
+                        slots: slots.into(),
+                    }
+                    .shutdown()
+                    .await;
+                    return Err(error);
+                }
+            };
+            tokio::spawn(slot.clone().supervise(first));
+            slots.push(slot);
+        }
+        Ok(Codex {
+            slots: slots.into(),
+        })
     }
 
+    /// The live process serving `affinity` (a chat's key): the same one while it lives.
+    pub async fn server(&self, affinity: &str) -> Result<AppServer, CodexError> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        affinity.hash(&mut hasher);
+        let index = (hasher.finish() % self.slots.len() as u64) as usize;
+        self.slots[index].server().await
+    }
+
+    /// The processes running now.
+    pub async fn servers(&self) -> Vec<AppServer> {
+        let mut live = Vec::new();
+        for slot in self.slots.iter() {
+            let server = slot.inner.slot.lock().await.server.clone();
+            live.extend(server.filter(AppServer::is_alive));
+        }
+        live
+    }
+
+    /// How many times a dead process has been replaced, over all slots.
+    pub fn restarts(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|slot| slot.inner.restarts.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Stops supervising and kills every process.
+    pub async fn shutdown(&self) {
+        for slot in self.slots.iter() {
+            slot.shutdown().await;
+        }
+    }
+}
+
+impl Supervised {
     /// The live process, started anew (after the backoff) if the last one died.
-    pub async fn server(&self) -> Result<AppServer, CodexError> {
+    async fn server(&self) -> Result<AppServer, CodexError> {
         let mut slot = self.inner.slot.lock().await;
         if let Some(server) = slot.server.as_ref().filter(|s| s.is_alive()) {
             return Ok(server.clone());
@@ -83,13 +142,7 @@ impl Codex {
         }
     }
 
-    /// How many times a dead process has been replaced.
-    pub fn restarts(&self) -> u64 {
-        self.inner.restarts.load(Ordering::Relaxed)
-    }
-
-    /// Stops supervising and kills the process.
-    pub async fn shutdown(&self) {
+    async fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         let server = self.inner.slot.lock().await.server.take();
         if let Some(server) = server {

@@ -16,6 +16,7 @@ use crate::codex::{
     ApprovalDecision, ApprovalRequest, ApprovalResponder, Item, Notification, ThreadEvent,
     TokenUsage, TurnStatus,
 };
+use crate::hygiene::{self, Action, CompactionOutcome, Observation};
 use crate::session::{Attach, Context, Session, SessionError};
 
 /// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
@@ -35,6 +36,8 @@ pub(super) struct Actor {
     queue: VecDeque<ActorMsg>,
     /// Dropped when the actor ends; the router waits on it.
     _alive: watch::Sender<()>,
+    /// Read by the router for LRU and idle unloading.
+    last_active: Arc<std::sync::Mutex<std::time::Instant>>,
 }
 
 /// Where one message's answers go.
@@ -83,6 +86,7 @@ impl Actor {
         ctx: Arc<Context>,
         mailbox: mpsc::UnboundedReceiver<ActorMsg>,
         alive: watch::Sender<()>,
+        last_active: Arc<std::sync::Mutex<std::time::Instant>>,
     ) -> Self {
         Self {
             session: Session::new(chat.clone(), ctx.clone()),
@@ -92,6 +96,7 @@ impl Actor {
             mailbox_open: true,
             queue: VecDeque::new(),
             _alive: alive,
+            last_active,
         }
     }
 
@@ -108,9 +113,17 @@ impl Actor {
                     info!(chat = %self.chat, "chat unloaded");
                     return;
                 }
-                ActorMsg::Inbound(inbound) => self.handle(inbound).await,
+                ActorMsg::Inbound(inbound) => {
+                    self.touch();
+                    self.handle(inbound).await;
+                    self.touch();
+                }
             }
         }
+    }
+
+    fn touch(&self) {
+        *self.last_active.lock().expect("lock") = std::time::Instant::now();
     }
 
     async fn next_message(&mut self) -> Option<ActorMsg> {
@@ -193,21 +206,108 @@ impl Actor {
                     replies.send(OutboundKind::Reply(text));
                 }
             }
+            if matches!(outcome.end, TurnEnd::Completed { .. }) {
+                self.hygiene(replies).await;
+            }
         }
     }
 
-    async fn compact(&mut self, replies: &Replies<'_>) {
-        match self.session.start_compaction().await {
-            Ok(None) => replies.notice("Nothing to compact yet: this chat has no Codex thread."),
-            Ok(Some(_)) => {
-                let outcome = self.wait_for_turn(replies, None).await;
-                if self.finish(replies, &outcome).await {
-                    replies.notice(if outcome.compacted {
-                        "Compacted: Codex replaced the thread's history with a summary."
-                    } else {
-                        "Codex compacted nothing; the thread is unchanged."
-                    });
+    /// After a turn: hygiene's decision for this thread. It may compact the live thread
+    /// (gateway mode); it never replaces or evicts it.
+    async fn hygiene(&mut self, replies: &Replies<'_>) {
+        let record = match self.session.record().await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                return error!(chat = %self.chat, %error, "hygiene could not read the chat");
+            }
+        };
+        let seen = Observation {
+            context_tokens: record.last_tokens,
+            context_window: record.context_window,
+            last_compaction: record.last_compaction(),
+            idle: Duration::ZERO,
+        };
+        let verdict = hygiene::decide(&self.ctx.hygiene, &seen);
+        let thread_id = record.thread_id.as_deref().unwrap_or_default();
+        if let Some(reason) = verdict.skipped {
+            info!(chat = %self.chat, thread_id, percent = ?seen.percent_used(), reason, "hygiene skipped");
+        }
+        if verdict.action != Action::Compact {
+            return;
+        }
+        info!(chat = %self.chat, thread_id, percent = ?seen.percent_used(), "hygiene: compacting the thread");
+        match self.run_compaction(replies).await {
+            Ok(outcome) => {
+                info!(chat = %self.chat, thread_id, ?outcome, "hygiene compaction finished")
+            }
+            Err(error) => {
+                warn!(chat = %self.chat, thread_id, %error, "hygiene compaction failed; the thread is unchanged");
+                if let Err(error) = self
+                    .ctx
+                    .store
+                    .record_compaction(&self.chat, CompactionOutcome::Failed)
+                    .await
+                {
+                    error!(chat = %self.chat, %error, "could not record the compaction");
                 }
+            }
+        }
+    }
+
+    /// Runs Codex's native compaction on the chat's thread, which stays the same thread,
+    /// and records the outcome. `None` when the chat has no thread yet.
+    async fn run_compaction(
+        &mut self,
+        replies: &Replies<'_>,
+    ) -> Result<Option<CompactionOutcome>, SessionError> {
+        let before = self.session.record().await?.and_then(|r| r.last_tokens);
+        if self.session.start_compaction().await?.is_none() {
+            return Ok(None);
+        }
+        let outcome = self.wait_for_turn(replies, None).await;
+        let result = match &outcome.end {
+            TurnEnd::ProcessLost => {
+                self.session.lose_live_thread();
+                CompactionOutcome::Failed
+            }
+            TurnEnd::Abandoned => {
+                self.session.unload().await;
+                CompactionOutcome::Failed
+            }
+            TurnEnd::Completed { status, error } => {
+                self.ctx
+                    .store
+                    .record_turn(&self.chat, outcome.usage.as_ref(), false)
+                    .await?;
+                let after = outcome.usage.map(|u| u.last.total_tokens);
+                let reduced =
+                    outcome.compacted || matches!((before, after), (Some(b), Some(a)) if a < b);
+                match status {
+                    TurnStatus::Completed if reduced => CompactionOutcome::Reduced,
+                    TurnStatus::Failed => {
+                        warn!(chat = %self.chat, error = ?error, "compaction turn failed");
+                        CompactionOutcome::Failed
+                    }
+                    _ => CompactionOutcome::NoOp,
+                }
+            }
+        };
+        self.ctx.store.record_compaction(&self.chat, result).await?;
+        Ok(Some(result))
+    }
+
+    async fn compact(&mut self, replies: &Replies<'_>) {
+        match self.run_compaction(replies).await {
+            Ok(None) => replies.notice("Nothing to compact yet: this chat has no Codex thread."),
+            Ok(Some(CompactionOutcome::Reduced)) => {
+                replies.notice("Compacted: Codex replaced the thread's history with a summary.")
+            }
+            Ok(Some(CompactionOutcome::NoOp)) => {
+                replies.notice("Codex compacted nothing; the thread is unchanged.")
+            }
+            Ok(Some(CompactionOutcome::Failed)) => {
+                replies.notice("The compaction failed; the thread is unchanged.")
             }
             Err(error) => self.report(replies, &error),
         }
@@ -237,7 +337,7 @@ impl Actor {
                 if let Err(error) = self
                     .ctx
                     .store
-                    .record_turn(&self.chat, outcome.usage.as_ref())
+                    .record_turn(&self.chat, outcome.usage.as_ref(), true)
                     .await
                 {
                     error!(chat = %self.chat, %error, "could not record the turn");

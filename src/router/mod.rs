@@ -1,15 +1,19 @@
 //! Routes messages to one actor per chat, so a chat's turns run in order and chats
-//! never wait on each other.
+//! never wait on each other. Bounds memory: at most `max_live` chats are held, the least
+//! recently used is unloaded first, and idle chats are unloaded (both lossless).
 
 mod actor;
 pub mod command;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
+use tracing::info;
 
 use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind};
+use crate::hygiene::{self, Action, Observation};
 use crate::session::Context;
 use actor::{Actor, ActorMsg};
 
@@ -20,6 +24,7 @@ pub struct Router {
 
 struct Inner {
     ctx: Arc<Context>,
+    max_live: usize,
     actors: Mutex<Actors>,
 }
 
@@ -36,16 +41,43 @@ struct ActorHandle {
     mailbox: mpsc::UnboundedSender<ActorMsg>,
     /// Closes when the actor has ended.
     done: watch::Receiver<()>,
+    /// When the chat last sent a message or finished one.
+    last_active: Arc<Mutex<Instant>>,
+}
+
+impl ActorHandle {
+    fn idle(&self) -> Duration {
+        self.last_active.lock().expect("lock").elapsed()
+    }
+}
+
+impl Actors {
+    /// Takes the chat out of the active set and asks its actor to unload after its
+    /// queued work. Returns a receiver that closes when the actor has ended.
+    fn begin_unload(&mut self, chat: &ChatKey) -> Option<watch::Receiver<()>> {
+        let handle = self.active.remove(chat)?;
+        let _ = handle.mailbox.send(ActorMsg::Unload);
+        self.retiring.retain(|_, done| done.has_changed().is_ok());
+        self.retiring.insert(chat.clone(), handle.done.clone());
+        Some(handle.done)
+    }
 }
 
 impl Router {
-    pub fn new(ctx: Arc<Context>) -> Self {
-        Self {
+    pub fn new(ctx: Arc<Context>, max_live: usize) -> Self {
+        let idle_limit = ctx.hygiene.idle_unload;
+        let router = Self {
             inner: Arc::new(Inner {
                 ctx,
+                max_live: max_live.max(1),
                 actors: Mutex::new(Actors::default()),
             }),
+        };
+        if let Some(limit) = idle_limit {
+            let every = (limit / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+            tokio::spawn(sweep_idle(Arc::downgrade(&router.inner), every));
         }
+        router
     }
 
     /// Hands a message to its chat's actor, starting one if needed.
@@ -63,6 +95,7 @@ impl Router {
         }
         let mut message = ActorMsg::Inbound(inbound);
         if let Some(handle) = actors.active.get(&chat) {
+            *handle.last_active.lock().expect("lock") = Instant::now();
             match handle.mailbox.send(message) {
                 Ok(()) => return,
                 // The actor ended (it was unloaded): start a new one below.
@@ -72,26 +105,45 @@ impl Router {
         let predecessor = actors.retiring.remove(&chat);
         let (mailbox, receiver) = mpsc::unbounded_channel();
         let (alive, done) = watch::channel(());
-        let actor = Actor::new(chat.clone(), self.inner.ctx.clone(), receiver, alive);
+        let last_active = Arc::new(Mutex::new(Instant::now()));
+        let actor = Actor::new(
+            chat.clone(),
+            self.inner.ctx.clone(),
+            receiver,
+            alive,
+            last_active.clone(),
+        );
         tokio::spawn(actor.run(predecessor));
         let _ = mailbox.send(message);
-        actors.active.insert(chat, ActorHandle { mailbox, done });
+        actors.active.insert(
+            chat.clone(),
+            ActorHandle {
+                mailbox,
+                done,
+                last_active,
+            },
+        );
+        if actors.active.len() > self.inner.max_live {
+            let least_recent = actors
+                .active
+                .iter()
+                .filter(|(key, _)| **key != chat)
+                .max_by_key(|(_, handle)| handle.idle())
+                .map(|(key, _)| key.clone());
+            if let Some(key) = least_recent {
+                info!(chat = %key, max_live = self.inner.max_live, "unloading the least recently used chat");
+                actors.begin_unload(&key);
+            }
+        }
     }
 
     /// Drops the chat's in-memory state after its queued work; its thread id stays in
     /// SQLite, so the next message resumes the same thread.
     pub async fn unload(&self, chat: &ChatKey) {
-        let mut done = {
-            let mut actors = self.inner.actors.lock().expect("lock");
-            let Some(handle) = actors.active.remove(chat) else {
-                return;
-            };
-            let _ = handle.mailbox.send(ActorMsg::Unload);
-            actors.retiring.retain(|_, done| done.has_changed().is_ok());
-            actors.retiring.insert(chat.clone(), handle.done.clone());
-            handle.done
-        };
-        let _ = done.changed().await;
+        let done = self.inner.actors.lock().expect("lock").begin_unload(chat);
+        if let Some(mut done) = done {
+            let _ = done.changed().await;
+        }
     }
 
     /// Chats with an actor in memory.
@@ -107,9 +159,43 @@ impl Router {
             actors.retiring.clear();
             actors.active.drain().map(|(_, handle)| handle).collect()
         };
-        for ActorHandle { mailbox, mut done } in handles {
+        for ActorHandle {
+            mailbox, mut done, ..
+        } in handles
+        {
             drop(mailbox);
             let _ = done.changed().await;
+        }
+    }
+}
+
+/// Unloads chats that hygiene finds idle, until the router is gone or shut down.
+async fn sweep_idle(router: Weak<Inner>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let Some(inner) = router.upgrade() else {
+            return;
+        };
+        let mut actors = inner.actors.lock().expect("lock");
+        if actors.closed {
+            return;
+        }
+        let idle: Vec<ChatKey> = actors
+            .active
+            .iter()
+            .filter(|(_, handle)| {
+                let seen = Observation {
+                    idle: handle.idle(),
+                    ..Observation::default()
+                };
+                hygiene::decide(&inner.ctx.hygiene, &seen).action == Action::Unload
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in idle {
+            info!(chat = %key, "unloading idle chat");
+            actors.begin_unload(&key);
         }
     }
 }

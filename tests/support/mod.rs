@@ -109,6 +109,24 @@ impl TestEnv {
         App::start(&self.config()).await.expect("app starts")
     }
 
+    /// Running processes whose CODEX_HOME is this environment's: the app-servers started
+    /// for it (by the test or by a gateway binary it ran).
+    pub fn codex_processes(&self) -> Vec<u32> {
+        let marker = format!("CODEX_HOME={}", self.codex_home().display());
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                    environ
+                        .split(|b| *b == 0)
+                        .any(|var| var == marker.as_bytes())
+                })
+            })
+            .collect()
+    }
+
     /// Rollout files under CODEX_HOME/sessions.
     pub fn rollouts(&self) -> Vec<PathBuf> {
         fn walk(dir: &std::path::Path, found: &mut Vec<PathBuf>) {

@@ -2,6 +2,7 @@
 //! recording every request codex makes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,12 +101,14 @@ pub type Brain = Arc<dyn Fn(&ModelRequest) -> Reply + Send + Sync>;
 struct Shared {
     brain: Brain,
     log: Arc<Mutex<Vec<ModelRequest>>>,
+    input_tokens: Arc<AtomicI64>,
 }
 
 pub struct FakeModel {
     /// `base_url` for codex's model provider.
     pub base_url: String,
     log: Arc<Mutex<Vec<ModelRequest>>>,
+    input_tokens: Arc<AtomicI64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -118,9 +121,11 @@ impl Drop for FakeModel {
 impl FakeModel {
     pub async fn start(brain: Brain) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
+        let input_tokens = Arc::new(AtomicI64::new(100));
         let shared = Shared {
             brain,
             log: log.clone(),
+            input_tokens: input_tokens.clone(),
         };
         let app = Router::new()
             .route("/v1/responses", post(respond))
@@ -133,8 +138,14 @@ impl FakeModel {
         Self {
             base_url,
             log,
+            input_tokens,
             task,
         }
+    }
+
+    /// The `input_tokens` every following response reports (100 at first).
+    pub fn set_input_tokens(&self, tokens: i64) {
+        self.input_tokens.store(tokens, Ordering::SeqCst);
     }
 
     /// Every request so far, oldest first.
@@ -220,6 +231,7 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             .collect(),
     };
     let reply = (shared.brain)(&request);
+    let tokens = shared.input_tokens.load(Ordering::SeqCst);
     shared.log.lock().unwrap().push(request);
     let events = match reply {
         Reply::Fail(status) => {
@@ -227,8 +239,8 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             let body = json!({"error": {"message": format!("fake model failure {status}"), "type": "server_error"}});
             return (status, axum::Json(body)).into_response();
         }
-        Reply::Text(text) => message_events(&[text.as_str()]),
-        Reply::Exec(command) => tool_call_events(&command),
+        Reply::Text(text) => message_events(&[text.as_str()], tokens),
+        Reply::Exec(command) => tool_call_events(&command, tokens),
         Reply::Slow {
             text,
             chunks,
@@ -236,7 +248,7 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
         } => {
             let pieces = split_evenly(&text, chunks);
             let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
-            let events = message_events(&refs);
+            let events = message_events(&refs, tokens);
             let stream = async_stream(events, delay);
             return sse(Body::from_stream(stream));
         }
@@ -261,18 +273,18 @@ fn created() -> String {
     )
 }
 
-fn completed() -> String {
+fn completed(input_tokens: i64) -> String {
     event(
         "response.completed",
         json!({"response": {"id": "resp_1", "status": "completed", "usage": {
-            "input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 110}}}),
+            "total_tokens": input_tokens + 10}}}),
     )
 }
 
 /// Events of one assistant message streamed as `pieces`.
-fn message_events(pieces: &[&str]) -> Vec<String> {
+fn message_events(pieces: &[&str], input_tokens: i64) -> Vec<String> {
     let full: String = pieces.concat();
     let mut events = vec![
         created(),
@@ -292,11 +304,11 @@ fn message_events(pieces: &[&str]) -> Vec<String> {
         json!({"output_index": 0, "item": {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
             "content": [{"type": "output_text", "text": full, "annotations": []}]}}),
     ));
-    events.push(completed());
+    events.push(completed(input_tokens));
     events
 }
 
-fn tool_call_events(command: &str) -> Vec<String> {
+fn tool_call_events(command: &str, input_tokens: i64) -> Vec<String> {
     let arguments = json!({"cmd": command, "yield_time_ms": 10000}).to_string();
     vec![
         created(),
@@ -305,7 +317,7 @@ fn tool_call_events(command: &str) -> Vec<String> {
             json!({"output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": format!("call_{}", rand_id()),
                 "name": "exec_command", "arguments": arguments, "status": "completed"}}),
         ),
-        completed(),
+        completed(input_tokens),
     ]
 }
 
