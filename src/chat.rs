@@ -4,6 +4,8 @@ use std::fmt;
 
 use tokio::sync::mpsc;
 
+use crate::codex::ApprovalRequest;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Platform {
     Console,
@@ -71,6 +73,8 @@ pub struct Inbound {
     pub text: String,
     /// Where this chat's answers go.
     pub reply_to: Outbox,
+    /// Whether the platform can show approval prompts (and so answer Codex's requests).
+    pub can_approve: bool,
 }
 
 /// What the router sends back to a chat.
@@ -82,6 +86,19 @@ pub enum OutboundKind {
     Progress(String),
     /// A message from the gateway itself (command results, errors, warnings).
     Notice(String),
+    /// The reply so far, while Codex streams it (platforms that edit a message show it).
+    Partial(String),
+    /// A turn started (`true`) or ended (`false`): platforms show a typing indicator.
+    Working(bool),
+    /// Codex asks to approve an action; answer with `Router::decide_approval`.
+    Approval(ApprovalPrompt),
+}
+
+/// What a person is asked to approve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalPrompt {
+    pub id: u64,
+    pub request: ApprovalRequest,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -62,6 +62,8 @@ pub struct CodexConfig {
     pub request_timeout_secs: u64,
     /// App-server processes; each hosts many threads, and a chat sticks to one.
     pub processes: usize,
+    /// An approval request nobody answers is declined after this long.
+    pub approval_timeout_secs: u64,
 }
 
 impl Default for CodexConfig {
@@ -79,6 +81,7 @@ impl Default for CodexConfig {
             turn_timeout_secs: 30 * 60,
             request_timeout_secs: 60,
             processes: 1,
+            approval_timeout_secs: 600,
         }
     }
 }

@@ -36,6 +36,7 @@ pub struct SessionSettings {
     pub approval_policy: ApprovalPolicy,
     pub sandbox: SandboxMode,
     pub turn_timeout: Duration,
+    pub approval_timeout: Duration,
 }
 
 impl SessionSettings {
@@ -47,6 +48,7 @@ impl SessionSettings {
             approval_policy: codex.approval_policy,
             sandbox: codex.sandbox,
             turn_timeout: Duration::from_secs(codex.turn_timeout_secs),
+            approval_timeout: Duration::from_secs(codex.approval_timeout_secs),
         }
     }
 }

@@ -4,6 +4,7 @@
 mod support;
 
 use codex_gateway::chat::OutboundKind;
+use codex_gateway::codex::ApprovalDecision;
 use codex_gateway::config::ApprovalPolicy;
 use support::{Chat, TestEnv};
 
@@ -110,6 +111,62 @@ async fn approval_requests_are_declined_and_the_chat_is_told() {
     let reply = chat.reply().await;
     assert!(reply.starts_with("Tool said:"), "{reply}");
     assert!(!env.workspace().join("created-by-codex.txt").exists());
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_prompts_are_answered_by_a_person_or_time_out() {
+    let env = TestEnv::new().await;
+    let mut config = env.config();
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    config.codex.approval_timeout_secs = 2;
+    let app = codex_gateway::App::start(&config).await.unwrap();
+    let mut chat = Chat::new("approver");
+    chat.can_approve = true;
+
+    chat.send(&app, "run: touch accepted.txt");
+    let prompt = chat.approval().await;
+    assert!(
+        prompt
+            .request
+            .command
+            .as_deref()
+            .unwrap_or_default()
+            .contains("touch accepted.txt")
+    );
+    assert!(
+        app.router()
+            .decide_approval(&chat.key, prompt.id, ApprovalDecision::Accept)
+            .await
+    );
+    chat.reply().await;
+    assert!(
+        env.workspace().join("accepted.txt").exists(),
+        "accepted command did not run"
+    );
+    // A second answer to the same prompt changes nothing.
+    assert!(
+        !app.router()
+            .decide_approval(&chat.key, prompt.id, ApprovalDecision::Decline)
+            .await
+    );
+
+    chat.send(&app, "run: touch declined.txt");
+    let prompt = chat.approval().await;
+    assert!(
+        app.router()
+            .decide_approval(&chat.key, prompt.id, ApprovalDecision::Decline)
+            .await
+    );
+    chat.reply().await;
+    assert!(!env.workspace().join("declined.txt").exists());
+
+    chat.send(&app, "run: touch ignored.txt");
+    chat.approval().await;
+    chat.notice("Nobody answered the approval request in time")
+        .await;
+    chat.reply().await;
+    assert!(!env.workspace().join("ignored.txt").exists());
     app.shutdown().await;
 }
 

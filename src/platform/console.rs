@@ -57,6 +57,7 @@ async fn read_messages(
             user: user.clone(),
             text,
             reply_to: outbox.clone(),
+            can_approve: false,
         });
     }
     Ok(())
@@ -71,6 +72,10 @@ async fn print_answers(
             OutboundKind::Reply(text) => format!("{text}\n"),
             OutboundKind::Progress(text) => format!("  ... {text}\n"),
             OutboundKind::Notice(text) => format!("[gateway] {text}\n"),
+            // The console prints whole replies; it cannot approve (can_approve is false).
+            OutboundKind::Partial(_) | OutboundKind::Working(_) | OutboundKind::Approval(_) => {
+                continue;
+            }
         };
         output.write_all(text.as_bytes()).await?;
         output.flush().await?;

@@ -6,12 +6,13 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
+use super::approvals::PendingApprovals;
 use super::command::{self, Command, HELP, Input, MAX_INPUT_BYTES};
-use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind, Outbox};
+use crate::chat::{ApprovalPrompt, ChatKey, Inbound, Outbound, OutboundKind, Outbox};
 use crate::codex::{
     ApprovalDecision, ApprovalRequest, ApprovalResponder, Item, Notification, ThreadEvent,
     TokenUsage, TurnStatus,
@@ -24,6 +25,12 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),
+    /// A person's answer to an approval prompt; `done` learns whether it was still pending.
+    Decide {
+        id: u64,
+        decision: ApprovalDecision,
+        done: oneshot::Sender<bool>,
+    },
     Unload,
 }
 
@@ -34,6 +41,7 @@ pub(super) struct Actor {
     mailbox: mpsc::UnboundedReceiver<ActorMsg>,
     mailbox_open: bool,
     queue: VecDeque<ActorMsg>,
+    approvals: PendingApprovals,
     /// Dropped when the actor ends; the router waits on it.
     _alive: watch::Sender<()>,
     /// Read by the router for LRU and idle unloading.
@@ -44,6 +52,17 @@ pub(super) struct Actor {
 struct Replies<'a> {
     chat: &'a ChatKey,
     outbox: &'a Outbox,
+    can_approve: bool,
+}
+
+impl<'a> Replies<'a> {
+    fn to(inbound: &'a Inbound) -> Self {
+        Self {
+            chat: &inbound.chat,
+            outbox: &inbound.reply_to,
+            can_approve: inbound.can_approve,
+        }
+    }
 }
 
 impl Replies<'_> {
@@ -95,6 +114,7 @@ impl Actor {
             mailbox,
             mailbox_open: true,
             queue: VecDeque::new(),
+            approvals: PendingApprovals::default(),
             _alive: alive,
             last_active,
         }
@@ -112,6 +132,10 @@ impl Actor {
                     self.session.unload().await;
                     info!(chat = %self.chat, "chat unloaded");
                     return;
+                }
+                // No turn runs, so no approval is pending.
+                ActorMsg::Decide { done, .. } => {
+                    let _ = done.send(false);
                 }
                 ActorMsg::Inbound(inbound) => {
                     self.touch();
@@ -137,10 +161,7 @@ impl Actor {
     }
 
     async fn handle(&mut self, inbound: Inbound) {
-        let replies = Replies {
-            chat: &inbound.chat,
-            outbox: &inbound.reply_to,
-        };
+        let replies = Replies::to(&inbound);
         info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), "message");
         match command::parse(&inbound.text) {
             Input::Empty => replies.notice("(empty message ignored)"),
@@ -360,6 +381,19 @@ impl Actor {
     async fn wait_for_turn(
         &mut self,
         replies: &Replies<'_>,
+        turn_id: Option<String>,
+    ) -> TurnOutcome {
+        replies.send(OutboundKind::Working(true));
+        let outcome = self.follow_turn(replies, turn_id).await;
+        // Requests of a finished turn can no longer be answered; dropping declines them.
+        self.approvals.clear();
+        replies.send(OutboundKind::Working(false));
+        outcome
+    }
+
+    async fn follow_turn(
+        &mut self,
+        replies: &Replies<'_>,
         mut turn_id: Option<String>,
     ) -> TurnOutcome {
         let mut outcome = TurnOutcome {
@@ -370,6 +404,8 @@ impl Actor {
             timed_out: false,
         };
         let mut last_error = None;
+        // The agent message being streamed, shown after the finished ones.
+        let mut streaming = String::new();
         // Codex rejects an interrupt until the turn has really started; a stop asked for
         // earlier waits for turn/started.
         let mut started = false;
@@ -396,11 +432,21 @@ impl Actor {
                             turn_id = Some(id);
                         }
                         Notification::ItemCompleted { turn_id: of, item } if turn_id.as_ref() == Some(&of) => match item {
-                            Item::AgentMessage { text } if !text.is_empty() => outcome.replies.push(text),
+                            Item::AgentMessage { text } => {
+                                streaming.clear();
+                                if !text.is_empty() {
+                                    outcome.replies.push(text);
+                                }
+                            }
                             Item::CommandExecution { command, .. } => replies.send(OutboundKind::Progress(format!("running: {command}"))),
                             Item::ContextCompaction => outcome.compacted = true,
                             _ => {}
                         },
+                        Notification::AgentMessageDelta { turn_id: of, delta } if turn_id.as_ref() == Some(&of) => {
+                            streaming.push_str(&delta);
+                            let shown = outcome.replies.iter().map(String::as_str).chain([streaming.as_str()]);
+                            replies.send(OutboundKind::Partial(shown.collect::<Vec<_>>().join("\n\n")));
+                        }
                         Notification::TokenUsage(usage) => outcome.usage = Some(usage),
                         Notification::Error { message, will_retry: false } => last_error = Some(message),
                         Notification::TurnCompleted { turn_id: of, status, error } if turn_id.as_ref() == Some(&of) => {
@@ -416,6 +462,12 @@ impl Actor {
                     },
                     None => self.mailbox_open = false,
                 },
+                () = sleep_until_some(self.approvals.next_deadline()) => {
+                    for id in self.approvals.expire(Instant::now()) {
+                        info!(chat = %self.chat, id, "approval request timed out; declined");
+                        replies.notice("Nobody answered the approval request in time, so it was declined.");
+                    }
+                }
                 () = &mut deadline => {
                     if outcome.timed_out {
                         outcome.end = TurnEnd::Abandoned;
@@ -436,14 +488,20 @@ impl Actor {
 
     /// A message that arrives while a turn runs. Returns whether it asks to stop the turn.
     async fn while_busy(&mut self, message: ActorMsg) -> bool {
-        let ActorMsg::Inbound(inbound) = message else {
-            self.queue.push_back(message);
-            return false;
+        let inbound = match message {
+            ActorMsg::Inbound(inbound) => inbound,
+            ActorMsg::Decide { id, decision, done } => {
+                let answered = self.approvals.answer(id, decision);
+                info!(chat = %self.chat, id, ?decision, answered, "approval decided");
+                let _ = done.send(answered);
+                return false;
+            }
+            ActorMsg::Unload => {
+                self.queue.push_back(message);
+                return false;
+            }
         };
-        let replies = Replies {
-            chat: &inbound.chat,
-            outbox: &inbound.reply_to,
-        };
+        let replies = Replies::to(&inbound);
         match command::parse(&inbound.text) {
             Input::Command(Command::Stop) => {
                 info!(chat = %self.chat, "stop requested");
@@ -467,14 +525,22 @@ impl Actor {
         }
     }
 
-    /// Until a platform can ask a person, the configured approval policy stands: a request
-    /// that reaches us is declined, and the chat is told what was declined.
+    /// Asks the chat to approve, when its platform can show the prompt; otherwise the
+    /// request is declined and the chat is told what was declined.
     fn decide(
-        &self,
+        &mut self,
         replies: &Replies<'_>,
         request: ApprovalRequest,
         responder: ApprovalResponder,
     ) {
+        if replies.can_approve {
+            let id = self
+                .approvals
+                .add(responder, self.ctx.settings.approval_timeout);
+            info!(chat = %self.chat, id, command = ?request.command, "approval requested");
+            replies.send(OutboundKind::Approval(ApprovalPrompt { id, request }));
+            return;
+        }
         let what = request.command.as_deref().unwrap_or("a file change");
         info!(chat = %self.chat, what, "approval request declined: no approver on this platform");
         replies.notice(format!(
@@ -525,6 +591,14 @@ impl Actor {
     fn report(&self, replies: &Replies<'_>, error: &SessionError) {
         error!(chat = %self.chat, %error, "request failed");
         replies.notice(error.user_message());
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -3,16 +3,18 @@
 //! recently used is unloaded first, and idle chats are unloaded (both lossless).
 
 mod actor;
+mod approvals;
 pub mod command;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
 use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind};
+use crate::codex::ApprovalDecision;
 use crate::hygiene::{self, Action, Observation};
 use crate::session::Context;
 use actor::{Actor, ActorMsg};
@@ -144,6 +146,31 @@ impl Router {
         if let Some(mut done) = done {
             let _ = done.changed().await;
         }
+    }
+
+    /// A person's answer to approval prompt `id` of `chat`. Returns false when the
+    /// request is no longer pending (answered, timed out, or its turn ended).
+    pub async fn decide_approval(
+        &self,
+        chat: &ChatKey,
+        id: u64,
+        decision: ApprovalDecision,
+    ) -> bool {
+        let (done, answered) = oneshot::channel();
+        {
+            let actors = self.inner.actors.lock().expect("lock");
+            let Some(handle) = actors.active.get(chat) else {
+                return false;
+            };
+            if handle
+                .mailbox
+                .send(ActorMsg::Decide { id, decision, done })
+                .is_err()
+            {
+                return false;
+            }
+        }
+        answered.await.unwrap_or(false)
     }
 
     /// Chats with an actor in memory.

@@ -181,6 +181,8 @@ pub struct Chat {
     answers: mpsc::UnboundedReceiver<Outbound>,
     /// Every answer received so far, in order.
     pub seen: Vec<OutboundKind>,
+    /// Whether this chat shows approval prompts.
+    pub can_approve: bool,
 }
 
 impl Chat {
@@ -191,6 +193,7 @@ impl Chat {
             outbox,
             answers,
             seen: Vec::new(),
+            can_approve: false,
         }
     }
 
@@ -200,6 +203,7 @@ impl Chat {
             user: "tester".into(),
             text: text.into(),
             reply_to: self.outbox.clone(),
+            can_approve: self.can_approve,
         });
     }
 
@@ -241,6 +245,15 @@ impl Chat {
     pub async fn ask(&mut self, app: &App, text: &str) -> String {
         self.send(app, text);
         self.reply().await
+    }
+
+    /// Waits for the next approval prompt.
+    pub async fn approval(&mut self) -> codex_gateway::chat::ApprovalPrompt {
+        self.wait_for(|kind| match kind {
+            OutboundKind::Approval(prompt) => Some(prompt.clone()),
+            _ => None,
+        })
+        .await
     }
 
     pub fn notices(&self) -> Vec<String> {
