@@ -5,6 +5,7 @@ pub mod codex;
 pub mod config;
 pub mod hygiene;
 pub mod platform;
+pub mod render;
 pub mod router;
 pub mod session;
 pub mod store;
