@@ -19,7 +19,7 @@ pub struct Config {
     pub storage: StorageConfig,
     pub codex: CodexConfig,
     pub hygiene: HygieneConfig,
-    pub telegram: PlatformConfig,
+    pub telegram: TelegramConfig,
     pub discord: PlatformConfig,
 }
 
@@ -145,6 +145,47 @@ pub enum SandboxMode {
     DangerFullAccess,
 }
 
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelegramConfig {
+    pub enabled: bool,
+    pub token: Option<Secret>,
+    /// Bot API base URL, for a self-hosted Bot API server.
+    pub api_url: String,
+    /// Telegram user ids allowed to talk to the bot and to answer approval prompts.
+    pub allowed_users: Vec<i64>,
+    /// Chats (groups) whose members may all talk to the bot.
+    pub allowed_chats: Vec<i64>,
+    /// In groups: one Codex thread for the whole group, or one per user.
+    pub group_threads: GroupThreads,
+    /// Least time between two edits of a streaming reply in one chat.
+    pub edit_interval_ms: u64,
+    /// How long one getUpdates long poll waits for news.
+    pub poll_timeout_secs: u32,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            token: None,
+            api_url: "https://api.telegram.org".into(),
+            allowed_users: Vec::new(),
+            allowed_chats: Vec::new(),
+            group_threads: GroupThreads::PerChat,
+            edit_interval_ms: 1000,
+            poll_timeout_secs: 30,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupThreads {
+    PerChat,
+    PerUser,
+}
+
 /// Settings shared by the chat platforms; their own issues extend them.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -236,13 +277,23 @@ impl Config {
                 "codex.config entries must look like key=value, got {bad:?}"
             )));
         }
-        for (name, platform) in [("telegram", &self.telegram), ("discord", &self.discord)] {
-            if platform.enabled && platform.token.is_none() {
+        let platforms = [
+            ("telegram", self.telegram.enabled, &self.telegram.token),
+            ("discord", self.discord.enabled, &self.discord.token),
+        ];
+        for (name, enabled, token) in platforms {
+            if enabled && token.is_none() {
                 return Err(ConfigError::Rule(format!(
                     "{name} is enabled but {name}.token is not set (CODEX_GATEWAY__{}__TOKEN)",
                     name.to_uppercase()
                 )));
             }
+        }
+        if self.telegram.enabled && !self.telegram.api_url.starts_with("http") {
+            return Err(ConfigError::Rule(format!(
+                "telegram.api_url must be an http(s) URL, got {:?}",
+                self.telegram.api_url
+            )));
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod codex;
 pub mod config;
+pub mod deadline;
 pub mod hygiene;
 pub mod platform;
 pub mod render;
@@ -92,19 +93,50 @@ pub fn spawn_spec(config: &Config) -> SpawnSpec {
     }
 }
 
-/// Serves every enabled platform until `shutdown` resolves.
+/// Serves every enabled platform until `shutdown` resolves, then stops in order: no new
+/// messages, queued turns finish, the last answers are delivered, Codex stops.
 pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
-    for (name, platform) in [("telegram", &config.telegram), ("discord", &config.discord)] {
-        if platform.enabled {
-            return Err(StartError::Platform(format!(
-                "{name} is enabled in the config, but this build does not serve {name} yet"
-            )));
-        }
+    if config.discord.enabled {
+        return Err(StartError::Platform(
+            "discord is enabled in the config, but this build does not serve Discord yet".into(),
+        ));
     }
     let app = App::start(config).await?;
-    info!("no chat platform is enabled; serving nothing until one is (see config.example.toml)");
+    let mut platforms = Vec::new();
+    if let Some(token) = config
+        .telegram
+        .token
+        .as_ref()
+        .filter(|_| config.telegram.enabled)
+    {
+        let started = platform::telegram::start(
+            &config.telegram,
+            token.expose(),
+            app.router().clone(),
+            app.store().clone(),
+        )
+        .await;
+        match started {
+            Ok(telegram) => platforms.push(telegram),
+            Err(error) => {
+                app.shutdown().await;
+                return Err(StartError::Platform(error.to_string()));
+            }
+        }
+    }
+    if platforms.is_empty() {
+        info!(
+            "no chat platform is enabled; serving nothing until one is (see config.example.toml)"
+        );
+    }
     shutdown.await;
     info!("shutting down");
+    for platform in &mut platforms {
+        platform.stop_intake().await;
+    }
     app.shutdown().await;
+    for platform in platforms {
+        platform.finish_delivery().await;
+    }
     Ok(())
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use tracing::instrument;
 
-use crate::chat::ChatKey;
+use crate::chat::{ChatKey, Platform};
 use crate::codex::TokenUsage;
 use crate::hygiene::{CompactionOutcome, LastCompaction};
 
@@ -332,6 +332,32 @@ impl Store {
             .collect())
     }
 
+    /// Where the platform's update stream continues, if it was ever stored.
+    pub async fn platform_offset(&self, platform: Platform) -> Result<Option<i64>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT next_offset FROM platform_offsets WHERE platform = ?")
+                .bind(platform.as_str())
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    pub async fn set_platform_offset(
+        &self,
+        platform: Platform,
+        next_offset: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO platform_offsets (platform, next_offset) VALUES (?1, ?2)
+             ON CONFLICT (platform) DO UPDATE SET next_offset = excluded.next_offset",
+        )
+        .bind(platform.as_str())
+        .bind(next_offset)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// The chat's earlier threads, oldest first.
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn thread_history(
@@ -380,7 +406,6 @@ async fn insert_history(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::Platform;
     use crate::codex::TokenCounts;
 
     async fn fresh() -> (tempfile::TempDir, Store) {
@@ -568,6 +593,31 @@ mod tests {
         assert!(
             all.iter()
                 .all(|(_, text)| text != "old question" && text != "other chat")
+        );
+    }
+
+    #[tokio::test]
+    async fn platform_offset_is_kept() {
+        let (_dir, store) = fresh().await;
+        assert_eq!(
+            store.platform_offset(Platform::Telegram).await.unwrap(),
+            None
+        );
+        store
+            .set_platform_offset(Platform::Telegram, 41)
+            .await
+            .unwrap();
+        store
+            .set_platform_offset(Platform::Telegram, 42)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.platform_offset(Platform::Telegram).await.unwrap(),
+            Some(42)
+        );
+        assert_eq!(
+            store.platform_offset(Platform::Discord).await.unwrap(),
+            None
         );
     }
 

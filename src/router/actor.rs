@@ -17,6 +17,7 @@ use crate::codex::{
     ApprovalDecision, ApprovalRequest, ApprovalResponder, Item, Notification, ThreadEvent,
     TokenUsage, TurnStatus,
 };
+use crate::deadline;
 use crate::hygiene::{self, Action, CompactionOutcome, Observation};
 use crate::session::{Attach, Context, Session, SessionError};
 
@@ -462,7 +463,7 @@ impl Actor {
                     },
                     None => self.mailbox_open = false,
                 },
-                () = sleep_until_some(self.approvals.next_deadline()) => {
+                () = deadline::sleep_until(self.approvals.next_deadline()) => {
                     for id in self.approvals.expire(Instant::now()) {
                         info!(chat = %self.chat, id, "approval request timed out; declined");
                         replies.notice("Nobody answered the approval request in time, so it was declined.");
@@ -591,14 +592,6 @@ impl Actor {
     fn report(&self, replies: &Replies<'_>, error: &SessionError) {
         error!(chat = %self.chat, %error, "request failed");
         replies.notice(error.user_message());
-    }
-}
-
-/// Sleeps until `deadline`, or forever without one.
-async fn sleep_until_some(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 

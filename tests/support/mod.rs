@@ -4,6 +4,7 @@
 #![allow(dead_code, unused_imports)] // each test binary uses its own part of the harness
 
 pub mod model;
+pub mod telegram;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -190,6 +190,9 @@ pub fn default_brain() -> Brain {
         if let Some(command) = text.strip_prefix("run: ") {
             return Reply::Exec(command.trim().to_owned());
         }
+        if let Some(size) = text.strip_prefix("long: ") {
+            return Reply::Text(long_reply(size.trim().parse().unwrap_or(10_000)));
+        }
         if let Some(slow) = text.strip_prefix("slow: ") {
             return Reply::Slow {
                 text: slow.to_owned(),
@@ -211,6 +214,18 @@ pub fn default_brain() -> Brain {
         }
         Reply::Text(format!("Echo: {text}"))
     })
+}
+
+/// About `size` characters of Markdown: a sentence, a long fenced code block, a sentence.
+pub fn long_reply(size: usize) -> String {
+    let mut text = String::from("Here is the code:\n```rust\n");
+    let mut line = 0;
+    while text.len() < size {
+        text.push_str(&format!("let value_{line} = {line}; // filler line\n"));
+        line += 1;
+    }
+    text.push_str("```\nThat is all.");
+    text
 }
 
 /// The command's own output from codex's tool output ("...Output:\n<stdout>").

@@ -1,0 +1,169 @@
+//! Reading Telegram messages: who may talk, when the bot is addressed, which chat key a
+//! message belongs to, and the approval buttons' data. Pure functions.
+
+use crate::chat::{ChatKey, Platform};
+use crate::codex::ApprovalDecision;
+use crate::config::GroupThreads;
+use crate::router::command::{self, Input};
+
+/// Where a message came from, as far as routing cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    pub chat_id: i64,
+    pub private: bool,
+    /// Forum topic (`message_thread_id` of a topic message).
+    pub topic: Option<i32>,
+    pub user_id: u64,
+}
+
+/// The conversation a message belongs to: a DM, a group, a forum topic, or (per-user
+/// groups) one member within a group or topic.
+pub fn chat_key(origin: Origin, mode: GroupThreads) -> ChatKey {
+    let mut key = ChatKey::new(Platform::Telegram, origin.chat_id.to_string());
+    if origin.private {
+        return key;
+    }
+    let user = (mode == GroupThreads::PerUser).then(|| format!("u{}", origin.user_id));
+    key.topic = match (origin.topic, user) {
+        (Some(topic), Some(user)) => Some(format!("{topic}/{user}")),
+        (Some(topic), None) => Some(topic.to_string()),
+        (None, user) => user,
+    };
+    key
+}
+
+/// In a group the bot answers when mentioned, replied to, or given one of its commands
+/// (`/cmd` or `/cmd@thisbot`, not `/cmd@otherbot`).
+pub fn addressed(text: &str, replies_to_bot: bool, bot_username: &str) -> bool {
+    if replies_to_bot || mentions(text, bot_username) {
+        return true;
+    }
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let for_us = first
+        .split_once('@')
+        .is_none_or(|(_, bot)| bot.eq_ignore_ascii_case(bot_username));
+    for_us
+        && matches!(
+            command::parse(first),
+            Input::Command(_) | Input::UnknownCommand(_)
+        )
+}
+
+fn mentions(text: &str, bot_username: &str) -> bool {
+    text.split_whitespace().any(|word| {
+        word.trim_end_matches([',', ':', '.', '!', '?'])
+            .eq_ignore_ascii_case(&format!("@{bot_username}"))
+    })
+}
+
+/// The text without the bot's @mention.
+pub fn strip_mention(text: &str, bot_username: &str) -> String {
+    let mention = format!("@{bot_username}");
+    text.split_whitespace()
+        .filter(|word| {
+            !word
+                .trim_end_matches([',', ':'])
+                .eq_ignore_ascii_case(&mention)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Callback data of an approval button: `ap:<id>:<decision>` (well under Telegram's 64 bytes).
+pub fn approval_data(id: u64, decision: ApprovalDecision) -> String {
+    let code = match decision {
+        ApprovalDecision::Accept => 'a',
+        ApprovalDecision::AcceptForSession => 's',
+        ApprovalDecision::Decline => 'd',
+        ApprovalDecision::Cancel => 'c',
+    };
+    format!("ap:{id}:{code}")
+}
+
+pub fn parse_approval_data(data: &str) -> Option<(u64, ApprovalDecision)> {
+    let rest = data.strip_prefix("ap:")?;
+    let (id, code) = rest.split_once(':')?;
+    let decision = match code {
+        "a" => ApprovalDecision::Accept,
+        "s" => ApprovalDecision::AcceptForSession,
+        "d" => ApprovalDecision::Decline,
+        "c" => ApprovalDecision::Cancel,
+        _ => return None,
+    };
+    Some((id.parse().ok()?, decision))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(chat_id: i64, topic: Option<i32>) -> Origin {
+        Origin {
+            chat_id,
+            private: chat_id > 0,
+            topic,
+            user_id: 77,
+        }
+    }
+
+    #[test]
+    fn chat_keys() {
+        let per_chat = GroupThreads::PerChat;
+        let per_user = GroupThreads::PerUser;
+        assert_eq!(
+            chat_key(origin(1001, None), per_user).to_string(),
+            "telegram:1001"
+        );
+        assert_eq!(
+            chat_key(origin(-100, None), per_chat).to_string(),
+            "telegram:-100"
+        );
+        assert_eq!(
+            chat_key(origin(-100, Some(7)), per_chat).to_string(),
+            "telegram:-100/7"
+        );
+        assert_eq!(
+            chat_key(origin(-100, None), per_user).to_string(),
+            "telegram:-100/u77"
+        );
+        assert_eq!(
+            chat_key(origin(-100, Some(7)), per_user).to_string(),
+            "telegram:-100/7/u77"
+        );
+    }
+
+    #[test]
+    fn addressing_in_groups() {
+        let bot = "codex_bot";
+        assert!(addressed("@codex_bot read x", false, bot));
+        assert!(addressed("hey @Codex_Bot, read x", false, bot));
+        assert!(addressed("anything", true, bot));
+        assert!(addressed("/new", false, bot));
+        assert!(addressed("/status@codex_bot", false, bot));
+        assert!(addressed("/frob", false, bot));
+        assert!(!addressed("/new@other_bot", false, bot));
+        assert!(!addressed("/tmp/x is big", false, bot));
+        assert!(!addressed("talking about codex_bot", false, bot));
+        assert_eq!(
+            strip_mention("@codex_bot read   file x", bot),
+            "read file x"
+        );
+        assert_eq!(strip_mention("hi @codex_bot: go", bot), "hi go");
+    }
+
+    #[test]
+    fn approval_data_round_trips() {
+        for decision in [
+            ApprovalDecision::Accept,
+            ApprovalDecision::AcceptForSession,
+            ApprovalDecision::Decline,
+            ApprovalDecision::Cancel,
+        ] {
+            let data = approval_data(u64::MAX, decision);
+            assert!(data.len() <= 64);
+            assert_eq!(parse_approval_data(&data), Some((u64::MAX, decision)));
+        }
+        assert_eq!(parse_approval_data("ap:1:x"), None);
+        assert_eq!(parse_approval_data("other"), None);
+    }
+}

@@ -1,0 +1,304 @@
+//! Telegram by long polling: DMs, groups and forum topics, each a conversation with its
+//! own Codex thread. The update offset lives in SQLite, so a restart neither skips nor
+//! replays updates: it is stored before an update is handed to the router, and a graceful
+//! stop drains every handed-over message.
+
+mod delivery;
+mod inbound;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use teloxide::payloads::{AnswerCallbackQuerySetters, GetUpdatesSetters};
+use teloxide::prelude::{Bot, Requester};
+use teloxide::types::{
+    AllowedUpdate, BotCommand, CallbackQuery, ChatId, Message, Update, UpdateKind,
+};
+use teloxide::{ApiError, RequestError};
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, error, info, warn};
+
+use super::PlatformHandle;
+use crate::chat::{ChatKey, Inbound, Outbox, Platform};
+use crate::config::TelegramConfig;
+use crate::router::Router;
+use crate::store::Store;
+use inbound::Origin;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelegramError {
+    #[error("telegram.api_url {url:?} is not a valid URL: {message}")]
+    ApiUrl { url: String, message: String },
+    #[error("Telegram did not accept the bot (check telegram.token): {0}")]
+    Start(RequestError),
+}
+
+/// Where a chat's answers are sent.
+#[derive(Debug, Clone, Copy)]
+struct Target {
+    chat_id: ChatId,
+    topic: Option<teloxide::types::ThreadId>,
+}
+
+/// What the update loop and the delivery share.
+struct Shared {
+    bot: Bot,
+    config: TelegramConfig,
+    username: String,
+    bot_user_id: u64,
+    targets: Mutex<HashMap<ChatKey, Target>>,
+    /// Approval prompt id -> its chat, for the buttons.
+    approvals: Mutex<HashMap<u64, ChatKey>>,
+}
+
+const COMMANDS: &[(&str, &str)] = &[
+    ("new", "Start a fresh Codex thread"),
+    ("stop", "Interrupt the running turn"),
+    ("status", "Thread, usage, model and working directory"),
+    ("compact", "Compact this thread's context"),
+    ("help", "What this bot does"),
+];
+
+/// Connects to the Bot API, registers the command menu and starts polling.
+pub async fn start(
+    config: &TelegramConfig,
+    token: &str,
+    router: Router,
+    store: Store,
+) -> Result<PlatformHandle, TelegramError> {
+    let url = config
+        .api_url
+        .parse()
+        .map_err(|e: url::ParseError| TelegramError::ApiUrl {
+            url: config.api_url.clone(),
+            message: e.to_string(),
+        })?;
+    let bot = Bot::new(token).set_api_url(url);
+    let me = bot.get_me().await.map_err(TelegramError::Start)?;
+    let username = me.username().to_owned();
+    info!(bot = username, "telegram connected");
+    let commands = COMMANDS.iter().map(|(c, d)| BotCommand::new(*c, *d));
+    if let Err(error) = bot.set_my_commands(commands).await {
+        warn!(%error, "telegram: could not register the command menu");
+    }
+    match bot.get_webhook_info().await {
+        Ok(info) if info.url.is_some() => {
+            info!("telegram: removing the webhook so long polling can work");
+            if let Err(error) = bot.delete_webhook().await {
+                warn!(%error, "telegram: could not remove the webhook");
+            }
+        }
+        Ok(_) => {}
+        Err(error) => warn!(%error, "telegram: could not read the webhook state"),
+    }
+    let shared = Arc::new(Shared {
+        bot,
+        config: config.clone(),
+        username,
+        bot_user_id: me.id.0,
+        targets: Mutex::new(HashMap::new()),
+        approvals: Mutex::new(HashMap::new()),
+    });
+    let (outbox, answers) = mpsc::unbounded_channel();
+    let (stop, stopped) = watch::channel(false);
+    let delivery = tokio::spawn(delivery::run(shared.clone(), answers));
+    let intake = tokio::spawn(poll(shared, router, store, outbox, stopped));
+    Ok(PlatformHandle::new("telegram", stop, intake, delivery))
+}
+
+async fn poll(
+    shared: Arc<Shared>,
+    router: Router,
+    store: Store,
+    outbox: Outbox,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut offset = match store.platform_offset(Platform::Telegram).await {
+        Ok(offset) => offset.unwrap_or(0),
+        Err(error) => {
+            error!(%error, "telegram: cannot read the stored update offset; not polling");
+            return;
+        }
+    };
+    let mut failures = 0u32;
+    loop {
+        let request = shared
+            .bot
+            .get_updates()
+            .offset(offset as i32)
+            .timeout(shared.config.poll_timeout_secs)
+            .allowed_updates([
+                AllowedUpdate::Message,
+                AllowedUpdate::EditedMessage,
+                AllowedUpdate::CallbackQuery,
+            ]);
+        let result = tokio::select! {
+            result = request => result,
+            _ = stopped.changed() => return,
+        };
+        let wait = match result {
+            Ok(updates) => {
+                failures = 0;
+                for update in updates {
+                    offset = i64::from(update.id.0) + 1;
+                    // Stored before handling: an update is never handled twice.
+                    if let Err(error) = store.set_platform_offset(Platform::Telegram, offset).await
+                    {
+                        error!(%error, "telegram: cannot store the update offset");
+                    }
+                    handle_update(&shared, &router, &outbox, update).await;
+                }
+                continue;
+            }
+            Err(RequestError::RetryAfter(seconds)) => seconds.duration(),
+            Err(error) => {
+                failures += 1;
+                warn!(%error, failures, "telegram: getUpdates failed; retrying");
+                Duration::from_millis(500 * 2u64.pow(failures.min(6)))
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stopped.changed() => return,
+        }
+    }
+}
+
+async fn handle_update(shared: &Arc<Shared>, router: &Router, outbox: &Outbox, update: Update) {
+    match update.kind {
+        UpdateKind::Message(message) => on_message(shared, router, outbox, message).await,
+        UpdateKind::EditedMessage(_) => debug!("telegram: ignoring an edited message"),
+        UpdateKind::CallbackQuery(query) => {
+            // Answering waits for the chat's actor; the update loop must not.
+            tokio::spawn(on_button(shared.clone(), router.clone(), query));
+        }
+        _ => debug!("telegram: ignoring an update of another kind"),
+    }
+}
+
+async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: Message) {
+    let Some(from) = message.from.as_ref().filter(|user| !user.is_bot) else {
+        return;
+    };
+    let text = message.text().or(message.caption());
+    let private = message.chat.is_private();
+    let replies_to_bot = message
+        .reply_to_message()
+        .and_then(|m| m.from.as_ref())
+        .is_some_and(|u| u.id.0 == shared.bot_user_id);
+    if !private && !inbound::addressed(text.unwrap_or_default(), replies_to_bot, &shared.username) {
+        return;
+    }
+    let user_id = from.id.0;
+    let allowed = shared.config.allowed_users.contains(&(user_id as i64))
+        || shared.config.allowed_chats.contains(&message.chat.id.0);
+    let target = Target {
+        chat_id: message.chat.id,
+        topic: message.thread_id.filter(|_| message.is_topic_message),
+    };
+    if !allowed {
+        warn!(
+            user_id,
+            chat = message.chat.id.0,
+            "telegram: refused a user who is not allowed"
+        );
+        let refusal = format!(
+            "Sorry, you are not allowed to use this bot. Your Telegram user id is {user_id}; \
+             the bot's owner can add it to telegram.allowed_users."
+        );
+        delivery::send_plain(shared, target, &refusal).await;
+        return;
+    }
+    let Some(text) = text else {
+        delivery::send_plain(
+            shared,
+            target,
+            "I can only read text: please send your request as a message (a caption works too).",
+        )
+        .await;
+        return;
+    };
+    let origin = Origin {
+        chat_id: message.chat.id.0,
+        private,
+        topic: target.topic.map(|t| t.0.0),
+        user_id,
+    };
+    let chat = inbound::chat_key(origin, shared.config.group_threads);
+    shared
+        .targets
+        .lock()
+        .expect("lock")
+        .insert(chat.clone(), target);
+    let user = from
+        .username
+        .clone()
+        .unwrap_or_else(|| format!("{} ({user_id})", from.full_name()));
+    router.dispatch(Inbound {
+        chat,
+        user,
+        text: inbound::strip_mention(text, &shared.username),
+        reply_to: outbox.clone(),
+        can_approve: true,
+    });
+}
+
+/// An approval button: only allowed users decide; the prompt then shows who decided what.
+async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
+    let presser = query.from.id.0;
+    let answer = |text: String, alert: bool| {
+        let request = shared
+            .bot
+            .answer_callback_query(query.id.clone())
+            .text(text)
+            .show_alert(alert);
+        async move {
+            if let Err(error) = request.await {
+                warn!(%error, "telegram: could not answer a button press");
+            }
+        }
+    };
+    let Some((id, decision)) = query.data.as_deref().and_then(inbound::parse_approval_data) else {
+        return answer("This button is not known to the bot.".into(), false).await;
+    };
+    if !shared.config.allowed_users.contains(&(presser as i64)) {
+        warn!(
+            user_id = presser,
+            id, "telegram: refused an approval from a user who is not allowed"
+        );
+        return answer(
+            format!("You (user id {presser}) are not allowed to decide this."),
+            true,
+        )
+        .await;
+    }
+    let chat = shared.approvals.lock().expect("lock").remove(&id);
+    let decided = match &chat {
+        Some(chat) => router.decide_approval(chat, id, decision).await,
+        None => false,
+    };
+    let verdict = if decided {
+        format!(
+            "{} by {}",
+            delivery::decision_label(decision),
+            query.from.full_name()
+        )
+    } else {
+        "No longer pending (answered, timed out, or the turn ended).".to_owned()
+    };
+    answer(verdict.clone(), false).await;
+    if let Some(message) = query.message.as_ref().and_then(|m| m.regular_message()) {
+        let shown = message.text().unwrap_or_default();
+        // Editing without a keyboard removes the buttons.
+        let edit = shared.bot.edit_message_text(
+            message.chat.id,
+            message.id,
+            format!("{shown}\n\n{verdict}"),
+        );
+        match edit.await {
+            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
+            Err(error) => warn!(%error, "telegram: could not update the approval prompt"),
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! A fake Telegram Bot API on 127.0.0.1: serves queued updates to getUpdates long polls,
+//! records every call, and answers sends and edits with full Message objects.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+pub const BOT_ID: i64 = 4242;
+pub const BOT_USERNAME: &str = "codex_test_bot";
+
+/// One Bot API call the gateway made.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Lower-case method name (`sendmessage`).
+    pub method: String,
+    pub body: Value,
+    pub at: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Updates not yet acknowledged by a getUpdates offset.
+    updates: Mutex<VecDeque<Value>>,
+    calls: Mutex<Vec<Call>>,
+    /// Current text of every message the bot sent, by message id.
+    texts: Mutex<BTreeMap<i64, (i64, String)>>,
+    next_update: AtomicI64,
+    next_message: AtomicI64,
+    news: Notify,
+}
+
+#[derive(Clone)]
+pub struct FakeTelegram {
+    pub url: String,
+    inner: Arc<Inner>,
+}
+
+fn bot_user() -> Value {
+    json!({"id": BOT_ID, "is_bot": true, "first_name": "Codex", "username": BOT_USERNAME})
+}
+
+fn chat(chat_id: i64) -> Value {
+    if chat_id > 0 {
+        json!({"id": chat_id, "type": "private", "first_name": "User"})
+    } else {
+        json!({"id": chat_id, "type": "supergroup", "title": "Team", "is_forum": true})
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+impl FakeTelegram {
+    pub async fn start() -> Self {
+        let inner = Arc::new(Inner {
+            next_update: AtomicI64::new(1),
+            next_message: AtomicI64::new(500),
+            ..Inner::default()
+        });
+        let app = Router::new()
+            .route("/{bot}/{method}", post(handle))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self { url, inner }
+    }
+
+    fn push(&self, kind: &str, payload: Value) -> i64 {
+        let id = self.inner.next_update.fetch_add(1, Ordering::SeqCst);
+        self.inner
+            .updates
+            .lock()
+            .unwrap()
+            .push_back(json!({"update_id": id, kind: payload}));
+        self.inner.news.notify_waiters();
+        id
+    }
+
+    fn message(&self, chat_id: i64, user_id: i64, text: &str, topic: Option<i64>) -> Value {
+        let id = self.inner.next_message.fetch_add(1, Ordering::SeqCst);
+        let mut message = json!({
+            "message_id": id, "date": now(), "chat": chat(chat_id),
+            "from": {"id": user_id, "is_bot": false, "first_name": format!("User{user_id}")},
+            "text": text,
+        });
+        if text.starts_with('/') {
+            let length = text
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .encode_utf16()
+                .count();
+            message["entities"] = json!([{"type": "bot_command", "offset": 0, "length": length}]);
+        }
+        if let Some(topic) = topic {
+            message["message_thread_id"] = json!(topic);
+            message["is_topic_message"] = json!(true);
+        }
+        message
+    }
+
+    /// A direct message from `user_id` (its private chat has the same id).
+    pub fn dm(&self, user_id: i64, text: &str) {
+        self.push("message", self.message(user_id, user_id, text, None));
+    }
+
+    pub fn group_message(&self, chat_id: i64, user_id: i64, text: &str, topic: Option<i64>) {
+        self.push("message", self.message(chat_id, user_id, text, topic));
+    }
+
+    /// A photo without a caption.
+    pub fn dm_photo(&self, user_id: i64) {
+        let mut message = self.message(user_id, user_id, "", None);
+        message.as_object_mut().unwrap().remove("text");
+        message["photo"] =
+            json!([{"file_id": "f1", "file_unique_id": "u1", "width": 10, "height": 10}]);
+        self.push("message", message);
+    }
+
+    /// `user_id` presses an inline button with `data` under bot message `message_id`.
+    pub fn press(&self, user_id: i64, chat_id: i64, message_id: i64, data: &str) {
+        let text = self.text_of(message_id).unwrap_or_default();
+        self.push(
+            "callback_query",
+            json!({
+                "id": format!("cb{}", self.inner.next_update.load(Ordering::SeqCst)),
+                "from": {"id": user_id, "is_bot": false, "first_name": format!("User{user_id}")},
+                "chat_instance": "ci",
+                "data": data,
+                "message": {"message_id": message_id, "date": now(), "chat": chat(chat_id),
+                            "from": bot_user(), "text": text},
+            }),
+        );
+    }
+
+    pub fn calls(&self, method: &str) -> Vec<Call> {
+        let method = method.to_ascii_lowercase();
+        self.inner
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|call| call.method == method)
+            .cloned()
+            .collect()
+    }
+
+    /// Updates the gateway has not acknowledged yet.
+    pub fn pending_updates(&self) -> usize {
+        self.inner.updates.lock().unwrap().len()
+    }
+
+    /// Current texts of the bot's messages in `chat_id`, oldest first.
+    pub fn texts(&self, chat_id: i64) -> Vec<(i64, String)> {
+        self.inner
+            .texts
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, (chat, _))| *chat == chat_id)
+            .map(|(id, (_, text))| (*id, text.clone()))
+            .collect()
+    }
+
+    pub fn text_of(&self, message_id: i64) -> Option<String> {
+        self.inner
+            .texts
+            .lock()
+            .unwrap()
+            .get(&message_id)
+            .map(|(_, text)| text.clone())
+    }
+
+    /// Waits until some message in `chat_id` satisfies `pick`; returns its id and text.
+    pub async fn wait_for_text(&self, chat_id: i64, pick: impl Fn(&str) -> bool) -> (i64, String) {
+        let deadline = Instant::now() + super::ANSWER_TIMEOUT;
+        loop {
+            if let Some(found) = self.texts(chat_id).into_iter().find(|(_, t)| pick(t)) {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no matching message in chat {chat_id}; messages: {:#?}",
+                self.texts(chat_id)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until a call of `method` satisfies `pick`.
+    pub async fn wait_for_call(&self, method: &str, pick: impl Fn(&Value) -> bool) -> Call {
+        let deadline = Instant::now() + super::ANSWER_TIMEOUT;
+        loop {
+            if let Some(call) = self.calls(method).into_iter().find(|c| pick(&c.body)) {
+                return call;
+            }
+            assert!(Instant::now() < deadline, "no matching {method} call");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Text as Telegram shows it after parsing HTML entities (what its length limit counts).
+pub fn visible_text(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+async fn handle(
+    State(inner): State<Arc<Inner>>,
+    Path((_bot, method)): Path<(String, String)>,
+    body: Bytes,
+) -> axum::Json<Value> {
+    let method = method.to_ascii_lowercase();
+    let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    if method != "getupdates" {
+        inner.calls.lock().unwrap().push(Call {
+            method: method.clone(),
+            body: body.clone(),
+            at: Instant::now(),
+        });
+    }
+    let result = match method.as_str() {
+        "getme" => {
+            let mut me = bot_user();
+            for flag in [
+                "can_join_groups",
+                "supports_inline_queries",
+                "has_main_web_app",
+                "can_connect_to_business",
+            ] {
+                me[flag] = json!(flag == "can_join_groups");
+            }
+            me["can_read_all_group_messages"] = json!(false);
+            me
+        }
+        "getupdates" => {
+            return axum::Json(json!({"ok": true, "result": updates(&inner, &body).await}));
+        }
+        "getwebhookinfo" => {
+            json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
+        }
+        "sendmessage" => {
+            let id = inner.next_message.fetch_add(1, Ordering::SeqCst);
+            let chat_id = body["chat_id"].as_i64().unwrap_or_default();
+            let text = body["text"].as_str().unwrap_or_default().to_owned();
+            inner
+                .texts
+                .lock()
+                .unwrap()
+                .insert(id, (chat_id, text.clone()));
+            let mut message = json!({"message_id": id, "date": now(), "chat": chat(chat_id), "from": bot_user(), "text": text});
+            if let Some(topic) = body.get("message_thread_id") {
+                message["message_thread_id"] = topic.clone();
+                message["is_topic_message"] = json!(true);
+            }
+            message
+        }
+        "editmessagetext" => {
+            let id = body["message_id"].as_i64().unwrap_or_default();
+            let chat_id = body["chat_id"].as_i64().unwrap_or_default();
+            let text = body["text"].as_str().unwrap_or_default().to_owned();
+            inner
+                .texts
+                .lock()
+                .unwrap()
+                .insert(id, (chat_id, text.clone()));
+            json!({"message_id": id, "date": now(), "edit_date": now(), "chat": chat(chat_id), "from": bot_user(), "text": text})
+        }
+        _ => json!(true),
+    };
+    axum::Json(json!({"ok": true, "result": result}))
+}
+
+/// Drops acknowledged updates, then returns the rest, waiting up to the poll timeout.
+async fn updates(inner: &Inner, body: &Value) -> Value {
+    let offset = body["offset"].as_i64().unwrap_or(0);
+    let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0).min(5));
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let news = inner.news.notified();
+        {
+            let mut queue = inner.updates.lock().unwrap();
+            queue.retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+            if !queue.is_empty() || tokio::time::Instant::now() >= deadline {
+                return Value::Array(queue.iter().cloned().collect());
+            }
+        }
+        let _ = tokio::time::timeout_at(deadline, news).await;
+    }
+}

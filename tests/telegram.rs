@@ -1,0 +1,367 @@
+//! Telegram end to end: the gateway's `run` against a fake Bot API on 127.0.0.1, the real
+//! codex app-server and the fake model.
+
+mod support;
+
+use codex_gateway::config::{ApprovalPolicy, Config, Secret};
+use serde_json::Value;
+use support::telegram::{BOT_USERNAME, FakeTelegram, visible_text};
+use support::{TestEnv, model::long_reply};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const ALICE: i64 = 1001;
+const MALLORY: i64 = 2002;
+const STRANGER: i64 = 3003;
+const GROUP: i64 = -100500;
+
+struct Gateway {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), codex_gateway::StartError>>,
+}
+
+impl Gateway {
+    fn start(config: &Config) -> Self {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = config.clone();
+        let task = tokio::spawn(async move {
+            codex_gateway::run(&config, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        Self { stop, task }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task
+            .await
+            .unwrap()
+            .expect("gateway ran and stopped cleanly");
+    }
+}
+
+fn config(env: &TestEnv, telegram: &FakeTelegram) -> Config {
+    let mut config = env.config();
+    config.telegram.enabled = true;
+    config.telegram.token =
+        Some(serde_json::from_value::<Secret>(Value::from("123:TEST")).unwrap());
+    config.telegram.api_url = telegram.url.clone();
+    config.telegram.allowed_users = vec![ALICE];
+    config.telegram.poll_timeout_secs = 1;
+    config
+}
+
+async fn setup() -> (TestEnv, FakeTelegram, Config) {
+    let env = TestEnv::new().await;
+    std::fs::write(env.workspace().join("notes.txt"), "telegram-puffin-58").unwrap();
+    let telegram = FakeTelegram::start().await;
+    let config = config(&env, &telegram);
+    (env, telegram, config)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dm_conversation_survives_a_restart() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "read file notes.txt");
+    tg.wait_for_text(ALICE, |t| t.contains("Tool said: telegram-puffin-58"))
+        .await;
+    gateway.stop().await;
+
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "what did you just read?");
+    tg.wait_for_text(ALICE, |t| t.contains("Earlier I read: telegram-puffin-58"))
+        .await;
+    let request = env.model.request_for("what did you just read?");
+    assert!(
+        request
+            .tool_outputs()
+            .iter()
+            .any(|o| o.contains("telegram-puffin-58"))
+    );
+    assert_eq!(env.rollouts().len(), 1, "one thread/start in total");
+    gateway.stop().await;
+
+    let commands = tg.calls("setMyCommands");
+    assert_eq!(commands[0].body["commands"].as_array().unwrap().len(), 5);
+    assert!(
+        !tg.calls("sendChatAction").is_empty(),
+        "no typing indicator"
+    );
+    assert_eq!(env.codex_processes(), Vec::<u32>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_command_starts_a_fresh_thread() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "read file notes.txt");
+    tg.wait_for_text(ALICE, |t| t.contains("Tool said")).await;
+    tg.dm(ALICE, &format!("/new@{BOT_USERNAME}"));
+    tg.wait_for_text(ALICE, |t| t.contains("Started a new conversation"))
+        .await;
+    tg.dm(ALICE, "what did you just read?");
+    tg.wait_for_text(ALICE, |t| t.contains("I have not read anything"))
+        .await;
+    assert!(
+        !env.model
+            .request_for("what did you just read?")
+            .text()
+            .contains("telegram-puffin-58")
+    );
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_reply_is_edited_at_the_configured_rate() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    let answer =
+        "One two three four five six seven eight nine ten eleven twelve thirteen fourteen.";
+    tg.dm(ALICE, &format!("slow: {answer}"));
+    let (id, _) = tg.wait_for_text(ALICE, |t| t == answer).await;
+    gateway.stop().await;
+
+    let edits: Vec<_> = tg
+        .calls("editMessageText")
+        .into_iter()
+        .filter(|c| c.body["message_id"].as_i64() == Some(id))
+        .collect();
+    assert!(
+        edits.len() >= 2,
+        "expected several edits, got {}",
+        edits.len()
+    );
+    let sent = tg
+        .calls("sendMessage")
+        .into_iter()
+        .find(|c| c.body["chat_id"] == ALICE)
+        .unwrap();
+    let mut times = vec![sent.at];
+    times.extend(edits.iter().map(|e| e.at));
+    let min_gap = times.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+    println!(
+        "telegram streaming: {} edits, min gap {min_gap:?}",
+        edits.len()
+    );
+    assert!(
+        min_gap.as_millis() >= 950,
+        "edits {min_gap:?} apart, limit 1 per second"
+    );
+    assert_eq!(
+        tg.text_of(id).as_deref(),
+        Some(answer),
+        "final text differs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_reply_is_split_with_balanced_fences() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "long: 10000");
+    tg.wait_for_text(ALICE, |t| t.contains("That is all."))
+        .await;
+    gateway.stop().await;
+
+    let messages = tg.texts(ALICE);
+    println!(
+        "telegram: a {}-character reply became {} messages",
+        long_reply(10_000).len(),
+        messages.len()
+    );
+    assert!(messages.len() >= 3, "{} messages", messages.len());
+    for (_, html) in &messages {
+        let units = visible_text(html).encode_utf16().count();
+        assert!(units <= 4096, "{units} UTF-16 units in one message");
+        // Every code block opened in a message is closed in it ("<pre>" also starts "<pre><code").
+        assert_eq!(
+            html.matches("<pre>").count(),
+            html.matches("</pre>").count(),
+            "{html}"
+        );
+    }
+    let shown: String = messages
+        .iter()
+        .map(|(_, html)| visible_text(html))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for line in ["let value_0 = 0;", "let value_250 = 250;", "That is all."] {
+        assert!(shown.contains(line), "{line:?} lost in the split");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_by_button_and_only_by_allowed_users() {
+    let (env, tg, mut config) = setup().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = Gateway::start(&config);
+
+    tg.dm(ALICE, "run: touch approved.txt");
+    let (prompt, _) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("Codex asks to run"))
+        .await;
+    let call = tg
+        .wait_for_call("sendMessage", |b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Codex asks"))
+        })
+        .await;
+    let buttons = &call.body["reply_markup"]["inline_keyboard"];
+    let data = |row: usize, col: usize| {
+        buttons[row][col]["callback_data"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(buttons[0][0]["text"], "Accept");
+
+    tg.press(MALLORY, ALICE, prompt, &data(0, 0));
+    let refusal = tg
+        .wait_for_call("answerCallbackQuery", |b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("not allowed"))
+        })
+        .await;
+    assert_eq!(refusal.body["show_alert"], true);
+    assert!(!env.workspace().join("approved.txt").exists());
+
+    tg.press(ALICE, ALICE, prompt, &data(0, 0));
+    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    assert!(
+        env.workspace().join("approved.txt").exists(),
+        "accepted command did not run"
+    );
+    assert!(tg.text_of(prompt).unwrap().contains("Accept by User1001"));
+
+    tg.dm(ALICE, "run: touch declined.txt");
+    let (second, _) = tg
+        .wait_for_text(ALICE, |t| {
+            t.starts_with("Codex asks to run") && t.contains("declined.txt")
+        })
+        .await;
+    let call = tg
+        .wait_for_call("sendMessage", |b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("touch declined.txt"))
+        })
+        .await;
+    let decline = call.body["reply_markup"]["inline_keyboard"][1][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tg.press(ALICE, ALICE, second, &decline);
+    tg.wait_for_text(ALICE, |t| t.contains("Decline by")).await;
+    tg.wait_for_call("answerCallbackQuery", |b| {
+        b["text"].as_str().is_some_and(|t| t.starts_with("Decline"))
+    })
+    .await;
+    gateway.stop().await;
+    assert!(!env.workspace().join("declined.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_are_refused_and_reach_no_model() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(STRANGER, "read file notes.txt");
+    tg.wait_for_text(STRANGER, |t| {
+        t.contains("not allowed") && t.contains("3003")
+    })
+    .await;
+    tg.dm_photo(ALICE);
+    tg.wait_for_text(ALICE, |t| t.contains("I can only read text"))
+        .await;
+    gateway.stop().await;
+    assert!(
+        env.model.requests().is_empty(),
+        "a refused message reached the model"
+    );
+    assert!(env.rollouts().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forum_topics_are_separate_conversations() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.group_message(GROUP, ALICE, "just chatting among humans", Some(7));
+    tg.group_message(
+        GROUP,
+        ALICE,
+        &format!("@{BOT_USERNAME} remember topicseven"),
+        Some(7),
+    );
+    tg.wait_for_text(GROUP, |t| t == "Echo: remember topicseven")
+        .await;
+    tg.group_message(
+        GROUP,
+        ALICE,
+        &format!("@{BOT_USERNAME} which word?"),
+        Some(8),
+    );
+    tg.wait_for_text(GROUP, |t| t == "Echo: which word?").await;
+    gateway.stop().await;
+
+    assert!(
+        !env.model
+            .request_for("which word?")
+            .text()
+            .contains("topicseven")
+    );
+    assert!(
+        env.model
+            .requests()
+            .iter()
+            .all(|r| !r.text().contains("among humans"))
+    );
+    let topics: Vec<Value> = tg
+        .calls("sendMessage")
+        .iter()
+        .map(|c| c.body["message_thread_id"].clone())
+        .collect();
+    assert!(
+        topics.contains(&Value::from(7)) && topics.contains(&Value::from(8)),
+        "{topics:?}"
+    );
+    assert_eq!(env.rollouts().len(), 2, "one thread per topic");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_pending_over_a_restart_are_handled_exactly_once() {
+    let (env, tg, config) = setup().await;
+    Gateway::start(&config).stop().await;
+    for word in ["one", "two", "three"] {
+        tg.dm(ALICE, &format!("echo {word}"));
+    }
+    let gateway = Gateway::start(&config);
+    tg.wait_for_text(ALICE, |t| t == "Echo: echo three").await;
+    gateway.stop().await;
+    assert_eq!(tg.pending_updates(), 0, "updates not acknowledged");
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "echo four");
+    tg.wait_for_text(ALICE, |t| t == "Echo: echo four").await;
+    gateway.stop().await;
+
+    for word in ["one", "two", "three", "four"] {
+        let text = format!("echo {word}");
+        let turns = env
+            .model
+            .requests()
+            .iter()
+            .filter(|r| r.last_human_text() == text)
+            .count();
+        assert_eq!(turns, 1, "{text:?} ran {turns} times");
+        let replies = tg
+            .texts(ALICE)
+            .iter()
+            .filter(|(_, t)| *t == format!("Echo: {text}"))
+            .count();
+        assert_eq!(replies, 1, "{text:?} answered {replies} times");
+    }
+}
