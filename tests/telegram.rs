@@ -365,3 +365,21 @@ async fn updates_pending_over_a_restart_are_handled_exactly_once() {
         assert_eq!(replies, 1, "{text:?} answered {replies} times");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_and_rejected_markup_never_lose_the_reply() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.rate_limit_next("sendMessage", 1);
+    tg.reject_html_next("editMessageText");
+    tg.dm(ALICE, "say **bold** <things>");
+    let (_, text) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("Echo: say"))
+        .await;
+    gateway.stop().await;
+    // The HTML edit was refused, so the Markdown arrived as plain text.
+    assert_eq!(text, "Echo: say **bold** <things>");
+    let sends = tg.calls("sendMessage");
+    assert!(sends.len() >= 2, "the rate-limited send was not retried");
+    assert!(sends[1].at - sends[0].at >= std::time::Duration::from_millis(950));
+}

@@ -32,6 +32,8 @@ struct Inner {
     calls: Mutex<Vec<Call>>,
     /// Current text of every message the bot sent, by message id.
     texts: Mutex<BTreeMap<i64, (i64, String)>>,
+    /// Error answers to give, once each, to the next call of a method.
+    faults: Mutex<Vec<(String, Value)>>,
     next_update: AtomicI64,
     next_message: AtomicI64,
     news: Notify,
@@ -146,6 +148,33 @@ impl FakeTelegram {
         );
     }
 
+    /// The next `method` call fails with Telegram's 429 and `retry_after` seconds.
+    pub fn rate_limit_next(&self, method: &str, retry_after: u64) {
+        self.fault(
+            method,
+            json!({"ok": false, "error_code": 429,
+            "description": format!("Too Many Requests: retry after {retry_after}"),
+            "parameters": {"retry_after": retry_after}}),
+        );
+    }
+
+    /// The next `method` call that uses HTML parse mode is rejected like bad markup.
+    pub fn reject_html_next(&self, method: &str) {
+        self.fault(
+            &format!("{method}+html"),
+            json!({"ok": false, "error_code": 400,
+            "description": "Bad Request: can't parse entities: unsupported start tag"}),
+        );
+    }
+
+    fn fault(&self, method: &str, answer: Value) {
+        self.inner
+            .faults
+            .lock()
+            .unwrap()
+            .push((method.to_ascii_lowercase(), answer));
+    }
+
     pub fn calls(&self, method: &str) -> Vec<Call> {
         let method = method.to_ascii_lowercase();
         self.inner
@@ -244,6 +273,17 @@ async fn handle(
             body: body.clone(),
             at: Instant::now(),
         });
+    }
+    let keys = [method.clone(), format!("{method}+html")];
+    let html = body["parse_mode"] == "HTML";
+    {
+        let mut faults = inner.faults.lock().unwrap();
+        let hit = faults
+            .iter()
+            .position(|(m, _)| *m == keys[0] || (html && *m == keys[1]));
+        if let Some(index) = hit {
+            return axum::Json(faults.remove(index).1);
+        }
     }
     let result = match method.as_str() {
         "getme" => {
