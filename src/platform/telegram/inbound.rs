@@ -2,7 +2,6 @@
 //! message belongs to, and the approval buttons' data. Pure functions.
 
 use crate::chat::{ChatKey, Platform};
-use crate::codex::ApprovalDecision;
 use crate::config::GroupThreads;
 use crate::router::command::{self, Input};
 
@@ -69,30 +68,6 @@ pub fn strip_mention(text: &str, bot_username: &str) -> String {
         .join(" ")
 }
 
-/// Callback data of an approval button: `ap:<id>:<decision>` (well under Telegram's 64 bytes).
-pub fn approval_data(id: u64, decision: ApprovalDecision) -> String {
-    let code = match decision {
-        ApprovalDecision::Accept => 'a',
-        ApprovalDecision::AcceptForSession => 's',
-        ApprovalDecision::Decline => 'd',
-        ApprovalDecision::Cancel => 'c',
-    };
-    format!("ap:{id}:{code}")
-}
-
-pub fn parse_approval_data(data: &str) -> Option<(u64, ApprovalDecision)> {
-    let rest = data.strip_prefix("ap:")?;
-    let (id, code) = rest.split_once(':')?;
-    let decision = match code {
-        "a" => ApprovalDecision::Accept,
-        "s" => ApprovalDecision::AcceptForSession,
-        "d" => ApprovalDecision::Decline,
-        "c" => ApprovalDecision::Cancel,
-        _ => return None,
-    };
-    Some((id.parse().ok()?, decision))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,21 +124,5 @@ mod tests {
             "read file x"
         );
         assert_eq!(strip_mention("hi @codex_bot: go", bot), "hi go");
-    }
-
-    #[test]
-    fn approval_data_round_trips() {
-        for decision in [
-            ApprovalDecision::Accept,
-            ApprovalDecision::AcceptForSession,
-            ApprovalDecision::Decline,
-            ApprovalDecision::Cancel,
-        ] {
-            let data = approval_data(u64::MAX, decision);
-            assert!(data.len() <= 64);
-            assert_eq!(parse_approval_data(&data), Some((u64::MAX, decision)));
-        }
-        assert_eq!(parse_approval_data("ap:1:x"), None);
-        assert_eq!(parse_approval_data("other"), None);
     }
 }

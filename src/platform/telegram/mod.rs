@@ -20,8 +20,9 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{ChatKey, Inbound, Outbox, Platform};
+use crate::chat::{ChatKey, Inbound, OutboundKind, Outbox, Platform};
 use crate::config::TelegramConfig;
+use crate::platform;
 use crate::router::Router;
 use crate::store::Store;
 use inbound::Origin;
@@ -102,7 +103,26 @@ pub async fn start(
     });
     let (outbox, answers) = mpsc::unbounded_channel();
     let (stop, stopped) = watch::channel(false);
-    let delivery = tokio::spawn(delivery::run(shared.clone(), answers));
+    let interval = Duration::from_millis(config.edit_interval_ms);
+    let sinks = shared.clone();
+    let delivery = tokio::spawn(platform::delivery::run(
+        answers,
+        interval,
+        move |chat, kind| {
+            if let OutboundKind::Approval(prompt) = kind {
+                sinks
+                    .approvals
+                    .lock()
+                    .expect("lock")
+                    .insert(prompt.id, chat.clone());
+            }
+            let target = sinks.targets.lock().expect("lock").get(chat).copied()?;
+            Some(delivery::TelegramChat {
+                shared: sinks.clone(),
+                target,
+            })
+        },
+    ));
     let intake = tokio::spawn(poll(shared, router, store, outbox, stopped));
     Ok(PlatformHandle::new("telegram", stop, intake, delivery))
 }
@@ -259,7 +279,11 @@ async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
             }
         }
     };
-    let Some((id, decision)) = query.data.as_deref().and_then(inbound::parse_approval_data) else {
+    let Some((id, decision)) = query
+        .data
+        .as_deref()
+        .and_then(platform::delivery::parse_approval_data)
+    else {
         return answer("This button is not known to the bot.".into(), false).await;
     };
     if !shared.config.allowed_users.contains(&(presser as i64)) {
@@ -281,7 +305,7 @@ async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
     let verdict = if decided {
         format!(
             "{} by {}",
-            delivery::decision_label(decision),
+            platform::delivery::decision_label(decision),
             query.from.full_name()
         )
     } else {
