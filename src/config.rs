@@ -20,7 +20,7 @@ pub struct Config {
     pub codex: CodexConfig,
     pub hygiene: HygieneConfig,
     pub telegram: TelegramConfig,
-    pub discord: PlatformConfig,
+    pub discord: DiscordConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -186,12 +186,41 @@ pub enum GroupThreads {
     PerUser,
 }
 
-/// Settings shared by the chat platforms; their own issues extend them.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct PlatformConfig {
+pub struct DiscordConfig {
     pub enabled: bool,
     pub token: Option<Secret>,
+    /// The application's id (Developer Portal, General Information), for slash commands.
+    pub application_id: Option<u64>,
+    /// REST base URL of a Discord API proxy; unset talks to Discord itself.
+    pub api_url: Option<String>,
+    /// User ids allowed to talk to the bot and to answer approval prompts.
+    pub allowed_users: Vec<u64>,
+    /// Role ids whose members are allowed too.
+    pub allowed_roles: Vec<u64>,
+    /// Channels where the bot answers every message (elsewhere only when mentioned).
+    pub channels: Vec<u64>,
+    /// Register slash commands in these guilds (instant) instead of globally.
+    pub guild_ids: Vec<u64>,
+    /// Least time between two edits of a streaming reply in one channel.
+    pub edit_interval_ms: u64,
+}
+
+impl Default for DiscordConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            token: None,
+            application_id: None,
+            api_url: None,
+            allowed_users: Vec::new(),
+            allowed_roles: Vec::new(),
+            channels: Vec::new(),
+            guild_ids: Vec::new(),
+            edit_interval_ms: 1000,
+        }
+    }
 }
 
 /// A credential: deserialized like a string, never printed.
@@ -288,6 +317,11 @@ impl Config {
                     name.to_uppercase()
                 )));
             }
+        }
+        if self.discord.enabled && self.discord.application_id.is_none() {
+            return Err(ConfigError::Rule(
+                "discord is enabled but discord.application_id is not set".into(),
+            ));
         }
         if self.telegram.enabled && !self.telegram.api_url.starts_with("http") {
             return Err(ConfigError::Rule(format!(

@@ -96,11 +96,6 @@ pub fn spawn_spec(config: &Config) -> SpawnSpec {
 /// Serves every enabled platform until `shutdown` resolves, then stops in order: no new
 /// messages, queued turns finish, the last answers are delivered, Codex stops.
 pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
-    if config.discord.enabled {
-        return Err(StartError::Platform(
-            "discord is enabled in the config, but this build does not serve Discord yet".into(),
-        ));
-    }
     let app = App::start(config).await?;
     let mut platforms = Vec::new();
     if let Some(token) = config
@@ -119,6 +114,24 @@ pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<
         match started {
             Ok(telegram) => platforms.push(telegram),
             Err(error) => {
+                app.shutdown().await;
+                return Err(StartError::Platform(error.to_string()));
+            }
+        }
+    }
+    if let Some(token) = config
+        .discord
+        .token
+        .as_ref()
+        .filter(|_| config.discord.enabled)
+    {
+        match platform::discord::start(&config.discord, token.expose(), app.router().clone()).await
+        {
+            Ok(discord) => platforms.push(discord),
+            Err(error) => {
+                for mut platform in platforms {
+                    platform.stop_intake().await;
+                }
                 app.shutdown().await;
                 return Err(StartError::Platform(error.to_string()));
             }

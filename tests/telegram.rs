@@ -3,50 +3,20 @@
 
 mod support;
 
-use codex_gateway::config::{ApprovalPolicy, Config, Secret};
+use codex_gateway::config::{ApprovalPolicy, Config};
 use serde_json::Value;
 use support::telegram::{BOT_USERNAME, FakeTelegram, visible_text};
-use support::{TestEnv, model::long_reply};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use support::{Gateway, TestEnv, model::long_reply};
 
 const ALICE: i64 = 1001;
 const MALLORY: i64 = 2002;
 const STRANGER: i64 = 3003;
 const GROUP: i64 = -100500;
 
-struct Gateway {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Result<(), codex_gateway::StartError>>,
-}
-
-impl Gateway {
-    fn start(config: &Config) -> Self {
-        let (stop, stopped) = oneshot::channel::<()>();
-        let config = config.clone();
-        let task = tokio::spawn(async move {
-            codex_gateway::run(&config, async {
-                let _ = stopped.await;
-            })
-            .await
-        });
-        Self { stop, task }
-    }
-
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        self.task
-            .await
-            .unwrap()
-            .expect("gateway ran and stopped cleanly");
-    }
-}
-
 fn config(env: &TestEnv, telegram: &FakeTelegram) -> Config {
     let mut config = env.config();
     config.telegram.enabled = true;
-    config.telegram.token =
-        Some(serde_json::from_value::<Secret>(Value::from("123:TEST")).unwrap());
+    config.telegram.token = Some(support::secret("123:TEST"));
     config.telegram.api_url = telegram.url.clone();
     config.telegram.allowed_users = vec![ALICE];
     config.telegram.poll_timeout_secs = 1;

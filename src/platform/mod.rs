@@ -2,6 +2,7 @@
 
 pub mod console;
 pub mod delivery;
+pub mod discord;
 pub mod telegram;
 
 use tokio::sync::watch;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unused_imports)] // each test binary uses its own part of the harness
 
+pub mod discord;
 pub mod model;
 pub mod telegram;
 
@@ -265,5 +266,40 @@ impl Chat {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// A credential for a test config.
+pub fn secret(value: &str) -> codex_gateway::config::Secret {
+    serde_json::from_value(serde_json::Value::from(value)).unwrap()
+}
+
+/// `codex_gateway::run` in the background, as `codex-gateway run` would serve.
+pub struct Gateway {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), codex_gateway::StartError>>,
+}
+
+impl Gateway {
+    pub fn start(config: &Config) -> Self {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let config = config.clone();
+        let task = tokio::spawn(async move {
+            codex_gateway::run(&config, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        Self { stop, task }
+    }
+
+    /// Stops it as SIGTERM would, and waits until it has exited cleanly.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(ANSWER_TIMEOUT, self.task)
+            .await
+            .expect("the gateway did not stop in time")
+            .unwrap()
+            .expect("gateway ran and stopped cleanly");
     }
 }

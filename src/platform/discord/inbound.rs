@@ -1,0 +1,55 @@
+//! Reading Discord messages: who may talk, when the bot is addressed, what the text is
+//! without the bot's mention. Pure functions.
+
+use crate::config::DiscordConfig;
+
+/// Allowed by user id, or by one of the member's roles.
+pub fn is_allowed(config: &DiscordConfig, user_id: u64, roles: &[u64]) -> bool {
+    config.allowed_users.contains(&user_id)
+        || roles.iter().any(|r| config.allowed_roles.contains(r))
+}
+
+/// Whether `content` mentions the bot (`<@id>` or the older `<@!id>`).
+pub fn mentions(content: &str, bot_id: u64) -> bool {
+    content.contains(&format!("<@{bot_id}>")) || content.contains(&format!("<@!{bot_id}>"))
+}
+
+/// The text without the bot's mentions.
+pub fn strip_mention(content: &str, bot_id: u64) -> String {
+    content
+        .replace(&format!("<@!{bot_id}>"), "")
+        .replace(&format!("<@{bot_id}>"), "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_by_user_or_role() {
+        let config = DiscordConfig {
+            allowed_users: vec![1],
+            allowed_roles: vec![50],
+            ..DiscordConfig::default()
+        };
+        assert!(is_allowed(&config, 1, &[]));
+        assert!(is_allowed(&config, 2, &[49, 50]));
+        assert!(!is_allowed(&config, 2, &[49]));
+        assert!(
+            !is_allowed(&DiscordConfig::default(), 1, &[50]),
+            "deny by default"
+        );
+    }
+
+    #[test]
+    fn mentions_are_found_and_removed() {
+        assert!(mentions("<@42> read x", 42));
+        assert!(mentions("hey <@!42>", 42));
+        assert!(!mentions("<@421> read", 42));
+        assert_eq!(strip_mention("<@42> read  file x", 42), "read file x");
+        assert_eq!(strip_mention("hey <@!42>, go", 42), "hey , go");
+    }
+}

@@ -1,0 +1,261 @@
+//! Discord end to end: the gateway's `run` against a fake Discord (REST + WebSocket
+//! gateway) on 127.0.0.1, the real codex app-server and the fake model.
+
+mod support;
+
+use codex_gateway::config::{ApprovalPolicy, Config};
+use support::discord::{APP_ID, BOT_ID, FakeDiscord};
+use support::{Gateway, TestEnv, secret};
+
+const ALICE: u64 = 1001;
+const MALLORY: u64 = 2002;
+const CHANNEL: u64 = 600;
+const LISTED: u64 = 700;
+const THREAD: u64 = 701;
+const ALICE_DM: u64 = 800;
+const MALLORY_DM: u64 = 801;
+
+fn mention(text: &str) -> String {
+    format!("<@{BOT_ID}> {text}")
+}
+
+async fn setup() -> (TestEnv, FakeDiscord, Config) {
+    let env = TestEnv::new().await;
+    std::fs::write(env.workspace().join("notes.txt"), "discord-gannet-72").unwrap();
+    let discord = FakeDiscord::start().await;
+    let mut config = env.config();
+    config.discord.enabled = true;
+    config.discord.token = Some(secret("discord-test-token"));
+    config.discord.application_id = Some(APP_ID);
+    config.discord.api_url = Some(discord.url.clone());
+    config.discord.allowed_users = vec![ALICE];
+    config.discord.channels = vec![LISTED];
+    (env, discord, config)
+}
+
+async fn start(discord: &FakeDiscord, config: &Config) -> Gateway {
+    let connections = discord.identifies() + discord.resumes();
+    let gateway = Gateway::start(config);
+    discord.wait_connected(connections + 1).await;
+    gateway
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_conversation_survives_a_restart() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("read file notes.txt"));
+    dc.wait_for_content(CHANNEL, |t| t.contains("Tool said: discord-gannet-72"))
+        .await;
+    gateway.stop().await;
+
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("what did you just read?"));
+    dc.wait_for_content(CHANNEL, |t| t.contains("Earlier I read: discord-gannet-72"))
+        .await;
+    gateway.stop().await;
+    let request = env.model.request_for("what did you just read?");
+    assert!(
+        request
+            .tool_outputs()
+            .iter()
+            .any(|o| o.contains("discord-gannet-72"))
+    );
+    assert_eq!(env.rollouts().len(), 1, "one thread/start in total");
+    assert!(
+        !dc.calls("POST", "/typing").is_empty(),
+        "no typing indicator"
+    );
+    let commands = dc.calls("PUT", &format!("/applications/{APP_ID}/commands"));
+    assert_eq!(commands[0].body.as_array().unwrap().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_slash_command_is_deferred_answered_and_starts_over() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("read file notes.txt"));
+    dc.wait_for_content(CHANNEL, |t| t.contains("Tool said"))
+        .await;
+    // The streamed text shows before the turn has ended; a /new sent during the turn
+    // would be answered "Queued" (also correct, but not what this test is about).
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    dc.slash(CHANNEL, ALICE, "new");
+    dc.wait_for_call("POST", "/callback", |b| b["type"] == 5)
+        .await;
+    dc.wait_for_call("PATCH", "/messages/@original", |b| {
+        b["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("Started a new conversation"))
+    })
+    .await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("what did you just read?"));
+    dc.wait_for_content(CHANNEL, |t| t.contains("I have not read anything"))
+        .await;
+    gateway.stop().await;
+    assert!(
+        !env.model
+            .request_for("what did you just read?")
+            .text()
+            .contains("discord-gannet-72")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_and_its_parent_channel_are_separate_conversations() {
+    let (env, dc, config) = setup().await;
+    dc.add_thread(THREAD, LISTED);
+    let gateway = start(&dc, &config).await;
+    // No mention needed in a listed channel, nor in a thread of one.
+    dc.channel_message(LISTED, ALICE, &[], "remember parentword");
+    dc.wait_for_content(LISTED, |t| t == "Echo: remember parentword")
+        .await;
+    dc.channel_message(THREAD, ALICE, &[], "which word?");
+    dc.wait_for_content(THREAD, |t| t == "Echo: which word?")
+        .await;
+    // Elsewhere the bot needs a mention.
+    dc.channel_message(CHANNEL, ALICE, &[], "not for the bot");
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("for the bot"));
+    dc.wait_for_content(CHANNEL, |t| t == "Echo: for the bot")
+        .await;
+    gateway.stop().await;
+    assert!(
+        !env.model
+            .request_for("which word?")
+            .text()
+            .contains("parentword")
+    );
+    assert!(
+        env.model
+            .requests()
+            .iter()
+            .all(|r| !r.text().contains("not for the bot"))
+    );
+    assert_eq!(env.rollouts().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_and_long_replies_respect_discord_limits() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    let answer = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu.";
+    dc.channel_message(CHANNEL, ALICE, &[], &mention(&format!("slow: {answer}")));
+    let (id, _) = dc.wait_for_content(CHANNEL, |t| t == answer).await;
+    let edits = dc.calls("PATCH", &format!("/messages/{id}"));
+    assert!(edits.len() >= 2, "{} edits", edits.len());
+    let gaps: Vec<_> = edits.windows(2).map(|w| w[1].at - w[0].at).collect();
+    assert!(
+        gaps.iter().all(|g| g.as_millis() >= 950),
+        "edits too close: {gaps:?}"
+    );
+
+    dc.channel_message(LISTED, ALICE, &[], "long: 5000");
+    dc.wait_for_content(LISTED, |t| t.contains("That is all."))
+        .await;
+    gateway.stop().await;
+    let messages = dc.contents(LISTED);
+    assert!(messages.len() >= 3, "{} messages", messages.len());
+    for (_, text) in &messages {
+        assert!(
+            text.chars().count() <= 2000,
+            "{} characters",
+            text.chars().count()
+        );
+        let fences = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```"))
+            .count();
+        assert_eq!(fences % 2, 0, "unbalanced fences:\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_buttons_accept_and_refuse_strangers() {
+    let (env, dc, mut config) = setup().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("run: touch clicked.txt"));
+    let prompt = dc
+        .wait_for_call("POST", &format!("/channels/{CHANNEL}/messages"), |b| {
+            b["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Codex asks to run"))
+        })
+        .await;
+    let buttons = &prompt.body["components"][0]["components"];
+    assert_eq!(buttons[0]["label"], "Accept");
+    let accept = buttons[0]["custom_id"].as_str().unwrap().to_owned();
+    let (prompt_id, _) = dc
+        .wait_for_content(CHANNEL, |t| t.starts_with("Codex asks to run"))
+        .await;
+
+    let token = dc.click(CHANNEL, MALLORY, prompt_id, &accept);
+    let refusal = dc
+        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
+        .await;
+    assert_eq!(refusal.body["type"], 4);
+    assert_eq!(
+        refusal.body["data"]["flags"], 64,
+        "refusal is not ephemeral"
+    );
+    assert!(!env.workspace().join("clicked.txt").exists());
+
+    let token = dc.click(CHANNEL, ALICE, prompt_id, &accept);
+    let update = dc
+        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
+        .await;
+    assert_eq!(update.body["type"], 7);
+    assert!(
+        update.body["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Accept by user1001")
+    );
+    dc.wait_for_content(CHANNEL, |t| t.starts_with("Tool said"))
+        .await;
+    gateway.stop().await;
+    assert!(
+        env.workspace().join("clicked.txt").exists(),
+        "accepted command did not run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_never_reach_the_model() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, MALLORY, &[], &mention("read file notes.txt"));
+    dc.channel_message(LISTED, MALLORY, &[], "read file notes.txt");
+    dc.dm(MALLORY_DM, MALLORY, "read file notes.txt");
+    dc.wait_for_content(MALLORY_DM, |t| {
+        t.contains("not allowed") && t.contains("2002")
+    })
+    .await;
+    dc.dm(ALICE_DM, ALICE, "hello in private");
+    dc.wait_for_content(ALICE_DM, |t| t == "Echo: hello in private")
+        .await;
+    gateway.stop().await;
+    let requests = env.model.requests();
+    assert!(
+        requests.iter().all(|r| !r.text().contains("notes.txt")),
+        "a stranger reached the model"
+    );
+    assert!(dc.contents(CHANNEL).is_empty() && dc.contents(LISTED).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_resume_keeps_the_conversation() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("read file notes.txt"));
+    dc.wait_for_content(CHANNEL, |t| t.contains("Tool said"))
+        .await;
+    dc.close_gateway(4000);
+    dc.wait_connected(2).await;
+    assert_eq!(dc.resumes(), 1, "the bot did not RESUME");
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("what did you just read?"));
+    dc.wait_for_content(CHANNEL, |t| t.contains("Earlier I read: discord-gannet-72"))
+        .await;
+    gateway.stop().await;
+    assert_eq!(env.rollouts().len(), 1);
+}

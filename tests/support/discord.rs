@@ -1,0 +1,416 @@
+//! A fake Discord on 127.0.0.1: the REST API the bot uses (recording every call) and a
+//! WebSocket gateway (HELLO, IDENTIFY/READY, RESUME/RESUMED, heartbeats, dispatches).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+pub const BOT_ID: u64 = 4242;
+pub const APP_ID: u64 = 777;
+pub const GUILD: u64 = 9000;
+
+#[derive(Debug, Clone)]
+pub struct RestCall {
+    pub method: String,
+    /// Path after `/api/v10`.
+    pub path: String,
+    pub body: Value,
+    pub at: Instant,
+}
+
+enum Outgoing {
+    Text(String),
+    Close(u16),
+}
+
+#[derive(Default)]
+struct Inner {
+    ws_url: Mutex<String>,
+    calls: Mutex<Vec<RestCall>>,
+    /// Current content of the bot's messages: id -> (channel, content).
+    messages: Mutex<BTreeMap<u64, (u64, String)>>,
+    threads: Mutex<HashMap<u64, u64>>,
+    connection: Mutex<Option<mpsc::UnboundedSender<Outgoing>>>,
+    next_id: AtomicU64,
+    seq: AtomicU64,
+    identifies: AtomicU64,
+    resumes: AtomicU64,
+}
+
+#[derive(Clone)]
+pub struct FakeDiscord {
+    /// REST base (what `discord.api_url` points at).
+    pub url: String,
+    inner: Arc<Inner>,
+}
+
+fn user(id: u64) -> Value {
+    json!({"id": id.to_string(), "username": format!("user{id}"), "discriminator": "0",
+           "global_name": null, "avatar": null, "bot": id == BOT_ID})
+}
+
+fn timestamp() -> &'static str {
+    "2026-12-02T12:00:00.000000+00:00"
+}
+
+fn member(user_id: u64, roles: &[u64]) -> Value {
+    json!({"user": user(user_id), "roles": roles.iter().map(u64::to_string).collect::<Vec<_>>(),
+           "joined_at": timestamp(), "deaf": false, "mute": false, "flags": 0, "permissions": "0"})
+}
+
+fn message(id: u64, channel: u64, author: u64, content: &str, guild: bool) -> Value {
+    let mut message = json!({
+        "id": id.to_string(), "channel_id": channel.to_string(), "author": user(author),
+        "content": content, "timestamp": timestamp(), "edited_timestamp": null, "tts": false,
+        "mention_everyone": false, "mentions": [], "mention_roles": [], "attachments": [],
+        "embeds": [], "pinned": false, "type": 0, "components": [],
+    });
+    if guild {
+        message["guild_id"] = json!(GUILD.to_string());
+    }
+    message
+}
+
+impl FakeDiscord {
+    pub async fn start() -> Self {
+        let inner = Arc::new(Inner {
+            next_id: AtomicU64::new(900_000_000_000_000_000),
+            ..Inner::default()
+        });
+        let app = Router::new()
+            .route("/gateway", get(gateway))
+            .route("/api/v10/{*path}", any(rest))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        *inner.ws_url.lock().unwrap() = format!("ws://{addr}/gateway");
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self {
+            url: format!("http://{addr}"),
+            inner,
+        }
+    }
+
+    fn next_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Waits until the bot has identified (or resumed) `count` times in total.
+    pub async fn wait_connected(&self, count: u64) {
+        let deadline = Instant::now() + super::ANSWER_TIMEOUT;
+        while self.identifies() + self.resumes() < count {
+            assert!(
+                Instant::now() < deadline,
+                "the bot never connected to the gateway"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn identifies(&self) -> u64 {
+        self.inner.identifies.load(Ordering::SeqCst)
+    }
+
+    pub fn resumes(&self) -> u64 {
+        self.inner.resumes.load(Ordering::SeqCst)
+    }
+
+    fn dispatch(&self, event: &str, data: Value) {
+        let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
+        let connection = self.inner.connection.lock().unwrap();
+        connection
+            .as_ref()
+            .expect("bot connected")
+            .send(Outgoing::Text(frame))
+            .unwrap();
+    }
+
+    /// A guild message in `channel` from `author` with `roles`.
+    pub fn channel_message(&self, channel: u64, author: u64, roles: &[u64], content: &str) {
+        let mut data = message(self.next_id(), channel, author, content, true);
+        data["member"] = member(author, roles);
+        data["member"].as_object_mut().unwrap().remove("user");
+        self.dispatch("MESSAGE_CREATE", data);
+    }
+
+    pub fn dm(&self, channel: u64, author: u64, content: &str) {
+        self.dispatch(
+            "MESSAGE_CREATE",
+            message(self.next_id(), channel, author, content, false),
+        );
+    }
+
+    /// Makes `thread` a thread of `parent`.
+    pub fn add_thread(&self, thread: u64, parent: u64) {
+        self.inner.threads.lock().unwrap().insert(thread, parent);
+    }
+
+    /// A slash command from `author` in `channel`.
+    pub fn slash(&self, channel: u64, author: u64, name: &str) {
+        let id = self.next_id();
+        self.dispatch(
+            "INTERACTION_CREATE",
+            json!({
+                "id": id.to_string(), "application_id": APP_ID.to_string(), "type": 2,
+                "data": {"id": "1", "name": name, "type": 1},
+                "guild_id": GUILD.to_string(), "channel_id": channel.to_string(),
+                "member": member(author, &[]), "token": format!("cmd-token-{id}"), "version": 1,
+                "app_permissions": "0", "locale": "en-US", "entitlements": [],
+                "authorizing_integration_owners": {}, "context": 0, "attachment_size_limit": 8388608,
+            }),
+        );
+    }
+
+    /// `author` clicks the button `custom_id` under bot message `message_id`.
+    pub fn click(&self, channel: u64, author: u64, message_id: u64, custom_id: &str) -> String {
+        let id = self.next_id();
+        let token = format!("click-token-{id}");
+        let content = self.content(message_id).unwrap_or_default();
+        self.dispatch(
+            "INTERACTION_CREATE",
+            json!({
+                "id": id.to_string(), "application_id": APP_ID.to_string(), "type": 3,
+                "data": {"custom_id": custom_id, "component_type": 2},
+                "guild_id": GUILD.to_string(), "channel_id": channel.to_string(),
+                "member": member(author, &[]), "token": token, "version": 1,
+                "message": message(message_id, channel, BOT_ID, &content, true),
+                "app_permissions": "0", "locale": "en-US", "entitlements": [],
+                "authorizing_integration_owners": {}, "context": 0, "attachment_size_limit": 8388608,
+            }),
+        );
+        token
+    }
+
+    /// Closes the gateway socket with `code` (4000 makes the bot RESUME).
+    pub fn close_gateway(&self, code: u16) {
+        let connection = self.inner.connection.lock().unwrap().take();
+        connection
+            .expect("connected")
+            .send(Outgoing::Close(code))
+            .unwrap();
+    }
+
+    pub fn calls(&self, method: &str, path_part: &str) -> Vec<RestCall> {
+        self.inner
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c.method == method && c.path.contains(path_part))
+            .cloned()
+            .collect()
+    }
+
+    /// Current contents of the bot's messages in `channel`, oldest first.
+    pub fn contents(&self, channel: u64) -> Vec<(u64, String)> {
+        self.inner
+            .messages
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, (c, _))| *c == channel)
+            .map(|(id, (_, text))| (*id, text.clone()))
+            .collect()
+    }
+
+    pub fn content(&self, message_id: u64) -> Option<String> {
+        self.inner
+            .messages
+            .lock()
+            .unwrap()
+            .get(&message_id)
+            .map(|(_, t)| t.clone())
+    }
+
+    pub async fn wait_for_content(
+        &self,
+        channel: u64,
+        pick: impl Fn(&str) -> bool,
+    ) -> (u64, String) {
+        let deadline = Instant::now() + super::ANSWER_TIMEOUT;
+        loop {
+            if let Some(found) = self.contents(channel).into_iter().find(|(_, t)| pick(t)) {
+                return found;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no matching message in {channel}: {:#?}",
+                self.contents(channel)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn wait_for_call(
+        &self,
+        method: &str,
+        path_part: &str,
+        pick: impl Fn(&Value) -> bool,
+    ) -> RestCall {
+        let deadline = Instant::now() + super::ANSWER_TIMEOUT;
+        loop {
+            if let Some(call) = self
+                .calls(method, path_part)
+                .into_iter()
+                .find(|c| pick(&c.body))
+            {
+                return call;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no matching {method} {path_part} call"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn rest(
+    State(inner): State<Arc<Inner>>,
+    method: Method,
+    Path(path): Path<String>,
+    body: Bytes,
+) -> Response {
+    let path = format!("/{path}");
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    inner.calls.lock().unwrap().push(RestCall {
+        method: method.to_string(),
+        path: path.clone(),
+        body: body.clone(),
+        at: Instant::now(),
+    });
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let json = |value: Value| axum::Json(value).into_response();
+    match (method.as_str(), parts.as_slice()) {
+        ("GET", ["gateway"]) => json(json!({"url": inner.ws_url.lock().unwrap().clone()})),
+        ("GET", ["users", "@me"]) => json(user(BOT_ID)),
+        ("PUT", ["applications", ..]) => json(Value::Array(
+            body.as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut command)| {
+                    command["id"] = json!((100 + i).to_string());
+                    command["application_id"] = json!(APP_ID.to_string());
+                    command["version"] = json!("1");
+                    command["type"] = json!(1);
+                    command["default_member_permissions"] = Value::Null;
+                    command
+                })
+                .collect(),
+        )),
+        ("GET", ["channels", channel]) => {
+            let id: u64 = channel.parse().unwrap_or(0);
+            let parent = inner.threads.lock().unwrap().get(&id).copied();
+            let mut data = json!({"id": channel, "type": if parent.is_some() { 11 } else { 0 },
+                "guild_id": GUILD.to_string(), "name": "chan", "position": 0, "permission_overwrites": [], "nsfw": false});
+            if let Some(parent) = parent {
+                data["parent_id"] = json!(parent.to_string());
+                data["thread_metadata"] = json!({"archived": false, "auto_archive_duration": 60, "archive_timestamp": timestamp(), "locked": false});
+            }
+            json(data)
+        }
+        ("POST", ["channels", channel, "messages"]) => {
+            let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
+            let channel: u64 = channel.parse().unwrap_or(0);
+            let content = body["content"].as_str().unwrap_or_default().to_owned();
+            inner
+                .messages
+                .lock()
+                .unwrap()
+                .insert(id, (channel, content.clone()));
+            json(message(id, channel, BOT_ID, &content, true))
+        }
+        ("PATCH", ["channels", channel, "messages", id]) => {
+            let id: u64 = id.parse().unwrap_or(0);
+            let channel: u64 = channel.parse().unwrap_or(0);
+            let content = body["content"].as_str().unwrap_or_default().to_owned();
+            inner
+                .messages
+                .lock()
+                .unwrap()
+                .insert(id, (channel, content.clone()));
+            json(message(id, channel, BOT_ID, &content, true))
+        }
+        ("PATCH", ["webhooks", _, _, "messages", "@original"]) => {
+            let content = body["content"].as_str().unwrap_or_default();
+            json(message(1, 0, BOT_ID, content, true))
+        }
+        _ => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+async fn gateway(State(inner): State<Arc<Inner>>, upgrade: WebSocketUpgrade) -> Response {
+    upgrade.on_upgrade(move |socket| serve_gateway(inner, socket))
+}
+
+async fn serve_gateway(inner: Arc<Inner>, mut socket: WebSocket) {
+    let hello = json!({"op": 10, "d": {"heartbeat_interval": 45000}}).to_string();
+    if socket.send(WsMessage::Text(hello.into())).await.is_err() {
+        return;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    loop {
+        tokio::select! {
+            frame = socket.recv() => {
+                let Some(Ok(frame)) = frame else { return };
+                let text = match frame {
+                    WsMessage::Text(text) => text.to_string(),
+                    WsMessage::Binary(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    WsMessage::Close(_) => return,
+                    _ => continue,
+                };
+                let Ok(payload) = serde_json::from_str::<Value>(&text) else { continue };
+                let reply = match payload["op"].as_u64() {
+                    Some(1) => json!({"op": 11}),
+                    Some(2) => {
+                        inner.identifies.fetch_add(1, Ordering::SeqCst);
+                        *inner.connection.lock().unwrap() = Some(tx.clone());
+                        let seq = inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
+                        json!({"op": 0, "t": "READY", "s": seq, "d": {
+                            "v": 10, "user": user(BOT_ID), "guilds": [], "session_id": "session-1",
+                            "resume_gateway_url": inner.ws_url.lock().unwrap().clone(),
+                            "shard": [0, 1], "application": {"id": APP_ID.to_string(), "flags": 0},
+                            "private_channels": [], "relationships": [], "presences": []}})
+                    }
+                    Some(6) => {
+                        inner.resumes.fetch_add(1, Ordering::SeqCst);
+                        *inner.connection.lock().unwrap() = Some(tx.clone());
+                        let seq = inner.seq.load(Ordering::SeqCst);
+                        json!({"op": 0, "t": "RESUMED", "s": seq, "d": {}})
+                    }
+                    _ => continue,
+                };
+                if socket.send(WsMessage::Text(reply.to_string().into())).await.is_err() {
+                    return;
+                }
+            }
+            out = rx.recv() => match out {
+                Some(Outgoing::Text(text)) => {
+                    if socket.send(WsMessage::Text(text.into())).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Outgoing::Close(code)) => {
+                    let frame = CloseFrame { code, reason: "test".into() };
+                    let _ = socket.send(WsMessage::Close(Some(frame))).await;
+                    return;
+                }
+                None => return,
+            }
+        }
+    }
+}
