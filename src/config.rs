@@ -19,6 +19,7 @@ pub struct Config {
     pub storage: StorageConfig,
     pub codex: CodexConfig,
     pub hygiene: HygieneConfig,
+    pub server: ServerConfig,
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
 }
@@ -82,6 +83,24 @@ impl Default for CodexConfig {
             request_timeout_secs: 60,
             processes: 1,
             approval_timeout_secs: 600,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address of the health and metrics endpoint (`/healthz`, `/metrics`) of `run`.
+    pub listen: String,
+    /// On SIGTERM/SIGINT, how long running turns may go on before they are interrupted.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8787".into(),
+            shutdown_grace_secs: 20,
         }
     }
 }
@@ -153,8 +172,10 @@ pub struct TelegramConfig {
     /// Bot API base URL, for a self-hosted Bot API server.
     pub api_url: String,
     /// Telegram user ids allowed to talk to the bot and to answer approval prompts.
+    #[serde(deserialize_with = "id_list")]
     pub allowed_users: Vec<i64>,
     /// Chats (groups) whose members may all talk to the bot.
+    #[serde(deserialize_with = "id_list")]
     pub allowed_chats: Vec<i64>,
     /// In groups: one Codex thread for the whole group, or one per user.
     pub group_threads: GroupThreads,
@@ -196,12 +217,16 @@ pub struct DiscordConfig {
     /// REST base URL of a Discord API proxy; unset talks to Discord itself.
     pub api_url: Option<String>,
     /// User ids allowed to talk to the bot and to answer approval prompts.
+    #[serde(deserialize_with = "id_list")]
     pub allowed_users: Vec<u64>,
     /// Role ids whose members are allowed too.
+    #[serde(deserialize_with = "id_list")]
     pub allowed_roles: Vec<u64>,
     /// Channels where the bot answers every message (elsewhere only when mentioned).
+    #[serde(deserialize_with = "id_list")]
     pub channels: Vec<u64>,
     /// Register slash commands in these guilds (instant) instead of globally.
+    #[serde(deserialize_with = "id_list")]
     pub guild_ids: Vec<u64>,
     /// Least time between two edits of a streaming reply in one channel.
     pub edit_interval_ms: u64,
@@ -250,6 +275,31 @@ pub enum ConfigError {
     Rule(String),
 }
 
+/// A list of ids: a TOML array, or from the environment one id or "id,id,...".
+fn id_list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + std::str::FromStr,
+    T::Err: fmt::Display,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Ids<T> {
+        Many(Vec<T>),
+        One(T),
+        Text(String),
+    }
+    match Ids::deserialize(deserializer)? {
+        Ids::Many(ids) => Ok(ids),
+        Ids::One(id) => Ok(vec![id]),
+        Ids::Text(text) => text
+            .split(',')
+            .filter(|part| !part.trim().is_empty())
+            .map(|part| part.trim().parse().map_err(serde::de::Error::custom))
+            .collect(),
+    }
+}
+
 impl Config {
     /// Loads defaults, then the TOML file (if given), then `CODEX_GATEWAY__*` variables.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
@@ -274,12 +324,12 @@ impl Config {
             .into_iter()
             .filter(|(name, _)| name.starts_with(&format!("{ENV_PREFIX}__")))
             .collect();
-        builder = builder.add_source(
-            config::Environment::with_prefix(ENV_PREFIX)
-                .prefix_separator("__")
-                .separator("__")
-                .source(Some(overrides)),
-        );
+        let environment = config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("__")
+            .separator("__")
+            .try_parsing(true)
+            .source(Some(overrides));
+        builder = builder.add_source(environment);
         let config: Config = builder.build()?.try_deserialize()?;
         config.validate()?;
         Ok(config)
@@ -317,6 +367,12 @@ impl Config {
                     name.to_uppercase()
                 )));
             }
+        }
+        if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
+            return Err(ConfigError::Rule(format!(
+                "server.listen must be an address like 127.0.0.1:8787, got {:?}",
+                self.server.listen
+            )));
         }
         if self.discord.enabled && self.discord.application_id.is_none() {
             return Err(ConfigError::Rule(
@@ -409,6 +465,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.codex.turn_timeout_secs, 90);
+    }
+
+    #[test]
+    fn env_lists_are_comma_separated() {
+        let config = Config::load_with_env(
+            None,
+            env(&[
+                ("CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS", "1001,1002"),
+                ("CODEX_GATEWAY__DISCORD__CHANNELS", "600"),
+                ("CODEX_GATEWAY__TELEGRAM__API_URL", "http://127.0.0.1:1,2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.telegram.allowed_users, vec![1001, 1002]);
+        assert_eq!(config.discord.channels, vec![600]);
+        assert_eq!(config.telegram.api_url, "http://127.0.0.1:1,2");
     }
 
     #[test]

@@ -5,9 +5,11 @@ pub mod codex;
 pub mod config;
 pub mod deadline;
 pub mod hygiene;
+pub mod metrics;
 pub mod platform;
 pub mod render;
 pub mod router;
+pub mod server;
 pub mod session;
 pub mod store;
 
@@ -30,12 +32,19 @@ pub enum StartError {
     Codex(#[from] CodexError),
     #[error("{0}")]
     Platform(String),
+    #[error("cannot listen on {address} (server.listen): {source}")]
+    Listen {
+        address: String,
+        source: std::io::Error,
+    },
 }
 
-/// The running gateway core: store, Codex supervisor and router.
+/// The running gateway core: store, Codex supervisor and router. Clones share it.
+#[derive(Clone)]
 pub struct App {
     ctx: Arc<Context>,
     router: Router,
+    processes: usize,
 }
 
 impl App {
@@ -48,11 +57,13 @@ impl App {
             codex,
             settings: SessionSettings::from_config(&config.codex),
             hygiene: config.hygiene.policy(),
+            metrics: metrics::Metrics::default(),
         });
         info!(database = %config.storage.database.display(), "codex-gateway started");
         Ok(Self {
             router: Router::new(ctx.clone(), config.hygiene.max_live_threads),
             ctx,
+            processes: config.codex.processes,
         })
     }
 
@@ -68,9 +79,40 @@ impl App {
         &self.ctx.store
     }
 
-    /// Lets queued work finish, then stops Codex and closes the database.
-    pub async fn shutdown(self) {
-        self.router.shutdown().await;
+    /// Whether the database answers and every app-server process runs.
+    pub async fn health(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        if let Err(error) = self.ctx.store.ping().await {
+            problems.push(format!("database: {error}"));
+        }
+        let running = self.ctx.codex.servers().await.len();
+        if running < self.processes {
+            problems.push(format!(
+                "codex: {running} of {} processes running",
+                self.processes
+            ));
+        }
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(problems.join("; ")),
+        }
+    }
+
+    /// The counters and gauges in Prometheus' text format.
+    pub async fn metrics(&self) -> String {
+        let servers = self.ctx.codex.servers().await;
+        self.ctx.metrics.render(&metrics::Gauges {
+            active_chats: self.router.active_chats(),
+            live_threads: servers.iter().map(|s| s.subscriptions()).sum(),
+            codex_processes: servers.len(),
+            codex_restarts: self.ctx.codex.restarts(),
+        })
+    }
+
+    /// Lets queued work finish (within `grace`, if given), then stops Codex and closes
+    /// the database.
+    pub async fn shutdown(self, grace: Option<Duration>) {
+        self.router.shutdown(grace).await;
         self.ctx.codex.shutdown().await;
         self.ctx.store.close().await;
         info!("codex-gateway stopped");
@@ -97,6 +139,22 @@ pub fn spawn_spec(config: &Config) -> SpawnSpec {
 /// messages, queued turns finish, the last answers are delivered, Codex stops.
 pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
     let app = App::start(config).await?;
+    let grace = Some(Duration::from_secs(config.server.shutdown_grace_secs));
+    let listen = config
+        .server
+        .listen
+        .parse()
+        .expect("validated in Config::load");
+    let server = match server::Server::start(listen, app.clone()).await {
+        Ok(server) => server,
+        Err(source) => {
+            app.shutdown(None).await;
+            return Err(StartError::Listen {
+                address: config.server.listen.clone(),
+                source,
+            });
+        }
+    };
     let mut platforms = Vec::new();
     if let Some(token) = config
         .telegram
@@ -114,7 +172,8 @@ pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<
         match started {
             Ok(telegram) => platforms.push(telegram),
             Err(error) => {
-                app.shutdown().await;
+                server.stop().await;
+                app.shutdown(grace).await;
                 return Err(StartError::Platform(error.to_string()));
             }
         }
@@ -132,7 +191,8 @@ pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<
                 for mut platform in platforms {
                     platform.stop_intake().await;
                 }
-                app.shutdown().await;
+                server.stop().await;
+                app.shutdown(grace).await;
                 return Err(StartError::Platform(error.to_string()));
             }
         }
@@ -147,9 +207,10 @@ pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<
     for platform in &mut platforms {
         platform.stop_intake().await;
     }
-    app.shutdown().await;
+    app.shutdown(grace).await;
     for platform in platforms {
         platform.finish_delivery().await;
     }
+    server.stop().await;
     Ok(())
 }

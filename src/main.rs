@@ -33,6 +33,8 @@ enum Action {
     },
     /// Check the config, the Codex binary and the database, then exit.
     CheckConfig,
+    /// Exit 0 if the running gateway answers and is healthy (for container healthchecks).
+    Health,
 }
 
 fn main() -> ExitCode {
@@ -60,6 +62,14 @@ fn main() -> ExitCode {
                 .map_err(|e| e.to_string()),
             Action::Console { chat } => console(&config, &chat).await,
             Action::CheckConfig => check_config(&config).await,
+            Action::Health => {
+                let listen = config
+                    .server
+                    .listen
+                    .parse()
+                    .expect("validated in Config::load");
+                codex_gateway::server::probe(listen).await
+            }
         }
     });
     match result {

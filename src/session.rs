@@ -12,6 +12,7 @@ use crate::chat::ChatKey;
 use crate::codex::{AppServer, Codex, CodexError, ThreadEvent, ThreadSettings};
 use crate::config::{ApprovalPolicy, CodexConfig, SandboxMode, WorkspaceMode};
 use crate::hygiene::Policy;
+use crate::metrics::Metrics;
 use crate::store::{ChatRecord, RetireReason, Role, Store, StoreError};
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
@@ -25,6 +26,7 @@ pub struct Context {
     pub codex: Codex,
     pub settings: SessionSettings,
     pub hygiene: Policy,
+    pub metrics: Metrics,
 }
 
 /// How threads are created and turns are bounded.
@@ -67,6 +69,15 @@ pub enum SessionError {
 }
 
 impl SessionError {
+    /// A fixed label for the error metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SessionError::Codex(_) => "codex",
+            SessionError::Store(_) => "store",
+            SessionError::Workspace { .. } => "workspace",
+        }
+    }
+
     /// The line the chat sees; details go to the log.
     pub fn user_message(&self) -> String {
         match self {
@@ -252,6 +263,7 @@ impl Session {
             match resume_when_closed(&server, &thread_id, &settings).await {
                 Ok(resumed) => {
                     info!(chat = %self.chat, thread_id = resumed, "thread resumed");
+                    Metrics::count(&self.ctx.metrics.resumes);
                     self.attach(server, resumed, cwd, true);
                     return Ok(Attach::Resumed);
                 }
@@ -264,6 +276,7 @@ impl Session {
         }
         let thread_id = server.start_thread(&settings).await?;
         info!(chat = %self.chat, thread_id, "thread started");
+        Metrics::count(&self.ctx.metrics.thread_starts);
         self.attach(server, thread_id, cwd, false);
         Ok(if self.replacing.is_some() {
             Attach::Replaced

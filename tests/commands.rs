@@ -38,7 +38,7 @@ async fn stop_interrupts_the_running_turn() {
     let thread = thread_of(&app, &chat).await.expect("thread stored");
     assert_eq!(chat.ask(&app, "after stop").await, "Echo: after stop");
     assert_eq!(thread_of(&app, &chat).await, Some(thread));
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,7 +59,7 @@ async fn messages_during_a_turn_are_queued_in_order() {
             .count(),
         2
     );
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +95,7 @@ async fn compact_keeps_the_thread_and_the_model_gets_the_summary() {
         thread,
         "compaction replaced the thread"
     );
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,7 +111,7 @@ async fn approval_requests_are_declined_and_the_chat_is_told() {
     let reply = chat.reply().await;
     assert!(reply.starts_with("Tool said:"), "{reply}");
     assert!(!env.workspace().join("created-by-codex.txt").exists());
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -167,7 +167,7 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
         .await;
     chat.reply().await;
     assert!(!env.workspace().join("ignored.txt").exists());
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -181,7 +181,7 @@ async fn turn_time_limit_interrupts_and_the_chat_goes_on() {
     let notice = chat.notice("turn time limit").await;
     assert!(notice.contains("1 second"), "{notice}");
     assert_eq!(chat.ask(&app, "still there?").await, "Echo: still there?");
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,5 +218,5 @@ async fn app_server_crash_mid_turn_is_reported_and_the_thread_continues() {
         request.text()
     );
     assert_eq!(thread_of(&app, &chat).await, thread);
-    app.shutdown().await;
+    app.shutdown(None).await;
 }

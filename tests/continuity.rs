@@ -73,7 +73,7 @@ async fn plain_follow_up_keeps_context() {
     let mut chat = Chat::new("plain");
     let thread = read_notes(&app, &mut chat).await;
     assert_context_kept(&env, &app, &mut chat, &thread).await;
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,11 +82,11 @@ async fn gateway_restart_resumes_the_thread() {
     let app = env.start().await;
     let mut chat = Chat::new("restart");
     let thread = read_notes(&app, &mut chat).await;
-    app.shutdown().await;
+    app.shutdown(None).await;
 
     let app = env.start().await;
     assert_context_kept(&env, &app, &mut chat, &thread).await;
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -98,7 +98,7 @@ async fn unloaded_chat_resumes_the_thread() {
     app.router().unload(&chat.key).await;
     assert_eq!(app.router().active_chats(), 0);
     assert_context_kept(&env, &app, &mut chat, &thread).await;
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,7 +121,7 @@ async fn killed_app_server_is_restarted_and_the_thread_resumed() {
     assert_eq!(after.len(), 1, "exactly one app-server process");
     assert_ne!(after[0].pid(), Some(pid), "a new process serves the chat");
     assert_eq!(app.codex().restarts(), 1);
-    app.shutdown().await;
+    app.shutdown(None).await;
     assert_eq!(
         env.codex_processes(),
         Vec::<u32>::new(),
@@ -153,7 +153,7 @@ async fn new_starts_a_fresh_thread_and_keeps_the_old_id() {
         app.store().thread_history(&chat.key).await.unwrap(),
         vec![(old, RetireReason::New)]
     );
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +162,7 @@ async fn lost_rollout_starts_a_seeded_thread_and_says_so() {
     let app = env.start().await;
     let mut chat = Chat::new("lost");
     let old = read_notes(&app, &mut chat).await;
-    app.shutdown().await;
+    app.shutdown(None).await;
     for rollout in env.rollouts() {
         std::fs::remove_file(rollout).unwrap();
     }
@@ -198,7 +198,7 @@ async fn lost_rollout_starts_a_seeded_thread_and_says_so() {
     let again = chat.ask(&app, "hello again").await;
     assert_eq!(again, "Echo: hello again");
     assert_eq!(stored_thread(&app, &chat).await, new);
-    app.shutdown().await;
+    app.shutdown(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,5 +227,5 @@ async fn interleaved_chats_never_see_each_other() {
     let seen_by_b = env.model.request_for("(bob)").text();
     assert!(!seen_by_a.contains("bravo-2222") && !seen_by_b.contains("alpha-1111"));
     assert_ne!(stored_thread(&app, &a).await, stored_thread(&app, &b).await);
-    app.shutdown().await;
+    app.shutdown(None).await;
 }

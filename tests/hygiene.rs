@@ -27,7 +27,7 @@ async fn start(config: &Config) -> App {
 }
 
 async fn shut_down(env: &TestEnv, app: App) {
-    app.shutdown().await;
+    app.shutdown(None).await;
     assert_eq!(
         env.codex_processes(),
         Vec::<u32>::new(),

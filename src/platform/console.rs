@@ -19,7 +19,7 @@ pub async fn run(
     let (outbox, answers) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_answers(answers, output));
     let result = read_messages(&app, &chat, input, &outbox).await;
-    app.shutdown().await;
+    app.shutdown(None).await;
     drop(outbox);
     printer.await.expect("printer task")?;
     result

@@ -19,6 +19,7 @@ use crate::codex::{
 };
 use crate::deadline;
 use crate::hygiene::{self, Action, CompactionOutcome, Observation};
+use crate::metrics::Metrics;
 use crate::session::{Attach, Context, Session, SessionError};
 
 /// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
@@ -47,6 +48,8 @@ pub(super) struct Actor {
     _alive: watch::Sender<()>,
     /// Read by the router for LRU and idle unloading.
     last_active: Arc<std::sync::Mutex<std::time::Instant>>,
+    /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
+    abort: watch::Receiver<bool>,
 }
 
 /// Where one message's answers go.
@@ -107,6 +110,7 @@ impl Actor {
         mailbox: mpsc::UnboundedReceiver<ActorMsg>,
         alive: watch::Sender<()>,
         last_active: Arc<std::sync::Mutex<std::time::Instant>>,
+        abort: watch::Receiver<bool>,
     ) -> Self {
         Self {
             session: Session::new(chat.clone(), ctx.clone()),
@@ -118,6 +122,7 @@ impl Actor {
             approvals: PendingApprovals::default(),
             _alive: alive,
             last_active,
+            abort,
         }
     }
 
@@ -147,11 +152,31 @@ impl Actor {
         }
     }
 
+    /// Shutdown ran out of time: tell every queued message's chat it was not handled.
+    fn drop_queue(&mut self) {
+        self.mailbox.close();
+        while let Ok(message) = self.mailbox.try_recv() {
+            self.queue.push_back(message);
+        }
+        for message in self.queue.drain(..) {
+            if let ActorMsg::Inbound(inbound) = message {
+                Replies::to(&inbound).notice(
+                    "The gateway is restarting, so this message was not handled. \
+                     Send it again in a minute; the conversation continues where it was.",
+                );
+            }
+        }
+    }
+
     fn touch(&self) {
         *self.last_active.lock().expect("lock") = std::time::Instant::now();
     }
 
     async fn next_message(&mut self) -> Option<ActorMsg> {
+        if *self.abort.borrow() {
+            self.drop_queue();
+            return None;
+        }
         if let Some(message) = self.queue.pop_front() {
             return Some(message);
         }
@@ -260,9 +285,7 @@ impl Actor {
         }
         info!(chat = %self.chat, thread_id, percent = ?seen.percent_used(), "hygiene: compacting the thread");
         match self.run_compaction(replies).await {
-            Ok(outcome) => {
-                info!(chat = %self.chat, thread_id, ?outcome, "hygiene compaction finished")
-            }
+            Ok(_) => {}
             Err(error) => {
                 warn!(chat = %self.chat, thread_id, %error, "hygiene compaction failed; the thread is unchanged");
                 if let Err(error) = self
@@ -315,6 +338,8 @@ impl Actor {
                 }
             }
         };
+        Metrics::count(&self.ctx.metrics.compactions);
+        info!(chat = %self.chat, thread_id = ?self.session.thread_id(), outcome = ?result, "compaction finished");
         self.ctx.store.record_compaction(&self.chat, result).await?;
         Ok(Some(result))
     }
@@ -342,6 +367,7 @@ impl Actor {
         match &outcome.end {
             TurnEnd::ProcessLost => {
                 warn!(chat = %self.chat, thread_id, "codex process died during the turn");
+                self.ctx.metrics.error("codex_process_exited");
                 self.session.lose_live_thread();
                 replies.notice(
                     SessionError::from(crate::codex::CodexError::ProcessExited).user_message(),
@@ -356,6 +382,7 @@ impl Actor {
             }
             TurnEnd::Completed { status, error } => {
                 info!(chat = %self.chat, thread_id, ?status, "turn finished");
+                Metrics::count(&self.ctx.metrics.turns);
                 if let Err(error) = self
                     .ctx
                     .store
@@ -411,6 +438,8 @@ impl Actor {
         // earlier waits for turn/started.
         let mut started = false;
         let mut stop_pending = false;
+        let mut abort = self.abort.clone();
+        let mut aborted = *abort.borrow();
         let turn_timeout = self.ctx.settings.turn_timeout;
         let deadline = tokio::time::sleep_until(Instant::now() + turn_timeout);
         tokio::pin!(deadline);
@@ -468,6 +497,21 @@ impl Actor {
                         info!(chat = %self.chat, id, "approval request timed out; declined");
                         replies.notice("Nobody answered the approval request in time, so it was declined.");
                     }
+                }
+                changed = abort.changed(), if !aborted => {
+                    // An error means the router is gone: nothing will raise it any more.
+                    let raised = changed.is_ok() && *abort.borrow();
+                    aborted = changed.is_err() || raised;
+                    if !raised {
+                        continue;
+                    }
+                    warn!(chat = %self.chat, "shutting down: interrupting the running turn");
+                    replies.notice(
+                        "The gateway is restarting: this request was interrupted. Send it again \
+                         in a minute; the conversation continues where it was.",
+                    );
+                    if started { self.interrupt(turn_id.as_deref()).await } else { stop_pending = true }
+                    deadline.as_mut().reset(Instant::now() + INTERRUPT_GRACE);
                 }
                 () = &mut deadline => {
                     if outcome.timed_out {
@@ -534,6 +578,7 @@ impl Actor {
         request: ApprovalRequest,
         responder: ApprovalResponder,
     ) {
+        Metrics::count(&self.ctx.metrics.approval_requests);
         if replies.can_approve {
             let id = self
                 .approvals
@@ -591,6 +636,7 @@ impl Actor {
 
     fn report(&self, replies: &Replies<'_>, error: &SessionError) {
         error!(chat = %self.chat, %error, "request failed");
+        self.ctx.metrics.error(error.kind());
         replies.notice(error.user_message());
     }
 }

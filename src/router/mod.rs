@@ -28,6 +28,8 @@ struct Inner {
     ctx: Arc<Context>,
     max_live: usize,
     actors: Mutex<Actors>,
+    /// Raised when shutdown's grace period is over.
+    abort: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -73,6 +75,7 @@ impl Router {
                 ctx,
                 max_live: max_live.max(1),
                 actors: Mutex::new(Actors::default()),
+                abort: watch::Sender::new(false),
             }),
         };
         if let Some(limit) = idle_limit {
@@ -114,6 +117,7 @@ impl Router {
             receiver,
             alive,
             last_active.clone(),
+            self.inner.abort.subscribe(),
         );
         tokio::spawn(actor.run(predecessor));
         let _ = mailbox.send(message);
@@ -178,21 +182,38 @@ impl Router {
         self.inner.actors.lock().expect("lock").active.len()
     }
 
-    /// Stops taking messages and waits until every actor has finished its queued work.
-    pub async fn shutdown(&self) {
-        let handles: Vec<_> = {
+    /// Stops taking messages and lets every actor finish its queued work, for at most
+    /// `grace` (`None`: as long as it takes). Past the grace period running turns are
+    /// interrupted and queued messages dropped, each chat being told.
+    pub async fn shutdown(&self, grace: Option<Duration>) {
+        let dones: Vec<_> = {
             let mut actors = self.inner.actors.lock().expect("lock");
             actors.closed = true;
             actors.retiring.clear();
-            actors.active.drain().map(|(_, handle)| handle).collect()
+            // Dropping the mailbox senders lets each actor end after its queue.
+            actors
+                .active
+                .drain()
+                .map(|(_, handle)| handle.done)
+                .collect()
         };
-        for ActorHandle {
-            mailbox, mut done, ..
-        } in handles
+        let all_done = |dones: Vec<watch::Receiver<()>>| async move {
+            for mut done in dones {
+                let _ = done.changed().await;
+            }
+        };
+        if let Some(grace) = grace
+            && tokio::time::timeout(grace, all_done(dones.clone()))
+                .await
+                .is_err()
         {
-            drop(mailbox);
-            let _ = done.changed().await;
+            info!(
+                ?grace,
+                "shutdown grace period over; interrupting running turns"
+            );
+            self.inner.abort.send_replace(true);
         }
+        all_done(dones).await;
     }
 }
 

@@ -87,6 +87,8 @@ impl TestEnv {
         config.codex.workspace_mode = WorkspaceMode::Shared;
         config.codex.approval_policy = ApprovalPolicy::Never;
         config.codex.sandbox = SandboxMode::DangerFullAccess;
+        // Tests run side by side: each endpoint on its own free port.
+        config.server.listen = "127.0.0.1:0".into();
         config
     }
 
@@ -302,4 +304,32 @@ impl Gateway {
             .unwrap()
             .expect("gateway ran and stopped cleanly");
     }
+}
+
+/// A port free on 127.0.0.1 right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A plain HTTP GET on 127.0.0.1: status code and body.
+pub async fn http_get(port: u16, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
 }

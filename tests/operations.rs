@@ -1,0 +1,204 @@
+//! Operating the gateway: the health and metrics endpoint over a real conversation, the
+//! `health` command, SIGTERM during a slow turn, and a start with no platform enabled.
+//! The binary runs as a child process, as a container would run it.
+
+mod support;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::telegram::FakeTelegram;
+use support::{Gateway, TestEnv, free_port, http_get};
+
+const ALICE: i64 = 1001;
+
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("codex_gateway_{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// `codex-gateway ARGS` with the test's config file and `envs`.
+fn gateway_command(env: &TestEnv, args: &[&str], envs: &[(&str, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_codex-gateway"));
+    command
+        .args(args)
+        .arg("--config")
+        .arg(env.config_file(""))
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn telegram_env(telegram: &FakeTelegram, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}")),
+        ("CODEX_GATEWAY__TELEGRAM__ENABLED", "true".into()),
+        ("CODEX_GATEWAY__TELEGRAM__TOKEN", "123:TEST".into()),
+        ("CODEX_GATEWAY__TELEGRAM__API_URL", telegram.url.clone()),
+        ("CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS", ALICE.to_string()),
+        ("CODEX_GATEWAY__TELEGRAM__POLL_TIMEOUT_SECS", "1".into()),
+        ("CODEX_GATEWAY__SERVER__SHUTDOWN_GRACE_SECS", "1".into()),
+    ]
+}
+
+async fn wait_healthy(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+            && http_get(port, "/healthz").await.0 == 200
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the gateway never became healthy"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn terminate(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+async fn wait_exit(mut child: Child) -> (std::process::ExitStatus, String) {
+    let status = tokio::task::spawn_blocking(move || {
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        (status, stderr)
+    });
+    tokio::time::timeout(Duration::from_secs(60), status)
+        .await
+        .expect("the gateway did not exit")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_metrics_reflect_a_real_conversation() {
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let port = free_port();
+    let mut config = env.config();
+    config.server.listen = format!("127.0.0.1:{port}");
+    config.telegram.enabled = true;
+    config.telegram.token = Some(support::secret("123:TEST"));
+    config.telegram.api_url = telegram.url.clone();
+    config.telegram.allowed_users = vec![ALICE];
+    config.telegram.poll_timeout_secs = 1;
+    let gateway = Gateway::start(&config);
+    wait_healthy(port).await;
+
+    let envs = [("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}"))];
+    let probe = gateway_command(&env, &["health"], &envs).output().unwrap();
+    assert!(
+        probe.status.success(),
+        "{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+
+    let (_, before) = http_get(port, "/metrics").await;
+    assert_eq!(metric(&before, "turns_total"), 0);
+    assert_eq!(metric(&before, "codex_processes"), 1);
+    telegram.dm(ALICE, "hello metrics");
+    telegram
+        .wait_for_text(ALICE, |t| t == "Echo: hello metrics")
+        .await;
+    // The turn is recorded right after the reply goes out.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, after) = http_get(port, "/metrics").await;
+    assert_eq!(status, 200);
+    assert_eq!(metric(&after, "turns_total"), 1);
+    assert_eq!(metric(&after, "thread_starts_total"), 1);
+    assert_eq!(metric(&after, "active_chats"), 1);
+    assert_eq!(metric(&after, "live_threads"), 1);
+    gateway.stop().await;
+
+    let probe = gateway_command(&env, &["health"], &envs).output().unwrap();
+    assert_eq!(
+        probe.status.code(),
+        Some(1),
+        "health passed with the gateway stopped"
+    );
+    assert!(String::from_utf8_lossy(&probe.stderr).contains("cannot reach the gateway"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_slow_turn_tells_the_chat_and_exits_cleanly() {
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let port = free_port();
+    let child = gateway_command(&env, &["run"], &telegram_env(&telegram, port))
+        .spawn()
+        .unwrap();
+    wait_healthy(port).await;
+
+    telegram.dm(
+        ALICE,
+        "slow: a story that takes five seconds to tell, at least",
+    );
+    // The first streamed words show the turn is running.
+    telegram
+        .wait_for_text(ALICE, |t| t.starts_with("a story"))
+        .await;
+    let signalled = Instant::now();
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    let took = signalled.elapsed();
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(
+        took < Duration::from_secs(10),
+        "took {took:?} to stop with a 1 s grace"
+    );
+    telegram
+        .wait_for_text(ALICE, |t| t.contains("The gateway is restarting"))
+        .await;
+    assert_eq!(
+        env.codex_processes(),
+        Vec::<u32>::new(),
+        "app-server left running"
+    );
+    assert!(!stderr.contains("123:TEST"), "the token reached the logs");
+
+    // The next start resumes the same thread: the model sees the interrupted request.
+    let child = gateway_command(&env, &["run"], &telegram_env(&telegram, port))
+        .spawn()
+        .unwrap();
+    wait_healthy(port).await;
+    telegram.dm(ALICE, "still there?");
+    telegram
+        .wait_for_text(ALICE, |t| t == "Echo: still there?")
+        .await;
+    terminate(&child);
+    assert!(wait_exit(child).await.0.success());
+    let request = env.model.request_for("still there?");
+    assert!(
+        request.text().contains("a story that takes five seconds"),
+        "context lost"
+    );
+    assert_eq!(env.rollouts().len(), 1, "a new thread was started");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_platform_it_is_healthy_and_says_so() {
+    let env = TestEnv::new().await;
+    let port = free_port();
+    let envs = [("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}"))];
+    let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
+    wait_healthy(port).await;
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("no chat platform is enabled"), "{stderr}");
+}
