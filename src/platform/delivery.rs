@@ -3,6 +3,7 @@
 //! text replaces it exactly, split at the platform's limit with code fences balanced.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -41,18 +42,37 @@ pub trait Sink: Send + Sync + 'static {
     }
 }
 
+/// Which chat each approval prompt was shown in, so a button press finds its chat.
+#[derive(Clone, Default)]
+pub struct PromptOwners(Arc<Mutex<HashMap<u64, ChatKey>>>);
+
+impl PromptOwners {
+    /// The prompt's chat, once: a prompt is decided at most once.
+    pub fn take(&self, id: u64) -> Option<ChatKey> {
+        self.0.lock().expect("lock").remove(&id)
+    }
+}
+
 /// Routes each answer to its chat's worker; `sink_for` makes a chat's sink (or `None` to
 /// drop answers for chats the platform never saw). Ends once every outbox is closed and
 /// every worker has delivered what it holds.
 pub async fn run<S: Sink>(
     mut answers: mpsc::UnboundedReceiver<Outbound>,
     interval: Duration,
-    mut sink_for: impl FnMut(&ChatKey, &OutboundKind) -> Option<S>,
+    owners: PromptOwners,
+    mut sink_for: impl FnMut(&ChatKey) -> Option<S>,
 ) {
     let mut workers: HashMap<ChatKey, mpsc::UnboundedSender<OutboundKind>> = HashMap::new();
     let mut tasks = Vec::new();
     while let Some(Outbound { chat, kind }) = answers.recv().await {
-        let sink = sink_for(&chat, &kind);
+        if let OutboundKind::Approval(prompt) = &kind {
+            owners
+                .0
+                .lock()
+                .expect("lock")
+                .insert(prompt.id, chat.clone());
+        }
+        let sink = sink_for(&chat);
         let worker = match workers.get(&chat) {
             Some(worker) => worker,
             None => {

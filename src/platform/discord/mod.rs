@@ -22,9 +22,10 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{ChatKey, Inbound, OutboundKind, Outbox, Platform};
+use crate::chat::{ChatKey, Inbound, Outbox, Platform};
 use crate::config::DiscordConfig;
 use crate::platform;
+use crate::platform::delivery::PromptOwners;
 use crate::router::Router;
 
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +46,7 @@ struct Shared {
     /// Set when the intake stops: later events are ignored.
     stopped: AtomicBool,
     /// Approval prompt id -> its chat, for the buttons.
-    approvals: Mutex<HashMap<u64, ChatKey>>,
+    approvals: PromptOwners,
     /// Deferred slash commands per chat, answered by the chat's next notice.
     commands: Mutex<HashMap<ChatKey, VecDeque<CommandInteraction>>>,
     /// Thread -> parent channel, learned once per thread.
@@ -89,7 +90,7 @@ pub async fn start(
         outbox: Mutex::new(Some(outbox)),
         bot_id: AtomicU64::new(me.id.get()),
         stopped: AtomicBool::new(false),
-        approvals: Mutex::new(HashMap::new()),
+        approvals: PromptOwners::default(),
         commands: Mutex::new(HashMap::new()),
         parents: Mutex::new(HashMap::new()),
     });
@@ -101,17 +102,12 @@ pub async fn start(
 
     let interval = Duration::from_millis(config.edit_interval_ms);
     let sinks = shared.clone();
+    let owners = shared.approvals.clone();
     let delivery = tokio::spawn(platform::delivery::run(
         answers,
         interval,
-        move |chat, kind| {
-            if let OutboundKind::Approval(prompt) = kind {
-                sinks
-                    .approvals
-                    .lock()
-                    .expect("lock")
-                    .insert(prompt.id, chat.clone());
-            }
+        owners,
+        move |chat| {
             let channel = ChannelId::new(chat.chat.parse().ok()?);
             Some(delivery::DiscordChat {
                 shared: sinks.clone(),
@@ -332,7 +328,7 @@ impl Shared {
             let refusal = format!("You (user id {user_id}) are not allowed to decide this.");
             return respond(button.create_response(self.http(), ephemeral(&refusal))).await;
         }
-        let chat = self.approvals.lock().expect("lock").remove(&id);
+        let chat = self.approvals.take(id);
         let decided = match &chat {
             Some(chat) => self.router.decide_approval(chat, id, decision).await,
             None => false,

@@ -20,9 +20,10 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{ChatKey, Inbound, OutboundKind, Outbox, Platform};
+use crate::chat::{ChatKey, Inbound, Outbox, Platform};
 use crate::config::TelegramConfig;
 use crate::platform;
+use crate::platform::delivery::PromptOwners;
 use crate::router::Router;
 use crate::store::Store;
 use inbound::Origin;
@@ -50,7 +51,7 @@ struct Shared {
     bot_user_id: u64,
     targets: Mutex<HashMap<ChatKey, Target>>,
     /// Approval prompt id -> its chat, for the buttons.
-    approvals: Mutex<HashMap<u64, ChatKey>>,
+    approvals: PromptOwners,
 }
 
 const COMMANDS: &[(&str, &str)] = &[
@@ -99,23 +100,18 @@ pub async fn start(
         username,
         bot_user_id: me.id.0,
         targets: Mutex::new(HashMap::new()),
-        approvals: Mutex::new(HashMap::new()),
+        approvals: PromptOwners::default(),
     });
     let (outbox, answers) = mpsc::unbounded_channel();
     let (stop, stopped) = watch::channel(false);
     let interval = Duration::from_millis(config.edit_interval_ms);
     let sinks = shared.clone();
+    let owners = shared.approvals.clone();
     let delivery = tokio::spawn(platform::delivery::run(
         answers,
         interval,
-        move |chat, kind| {
-            if let OutboundKind::Approval(prompt) = kind {
-                sinks
-                    .approvals
-                    .lock()
-                    .expect("lock")
-                    .insert(prompt.id, chat.clone());
-            }
+        owners,
+        move |chat| {
             let target = sinks.targets.lock().expect("lock").get(chat).copied()?;
             Some(delivery::TelegramChat {
                 shared: sinks.clone(),
@@ -297,7 +293,7 @@ async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
         )
         .await;
     }
-    let chat = shared.approvals.lock().expect("lock").remove(&id);
+    let chat = shared.approvals.take(id);
     let decided = match &chat {
         Some(chat) => router.decide_approval(chat, id, decision).await,
         None => false,
