@@ -46,7 +46,9 @@ fn rss_mib(pid: u32) -> f64 {
 
 /// Turns on the bare app-server: what Codex costs without the gateway.
 async fn bare_turns(env: &TestEnv) -> Vec<Duration> {
-    let server = AppServer::spawn(&codex_gateway::spawn_spec(&env.config())).await.unwrap();
+    let server = AppServer::spawn(&codex_gateway::spawn_spec(&env.config()))
+        .await
+        .unwrap();
     let settings = ThreadSettings {
         cwd: env.workspace().to_string_lossy().into_owned(),
         model: None,
@@ -58,7 +60,10 @@ async fn bare_turns(env: &TestEnv) -> Vec<Duration> {
     let mut samples = Vec::new();
     for i in 0..=TURNS {
         let started = Instant::now();
-        let turn = server.start_turn(&thread, &[&format!("bare {i}")]).await.unwrap();
+        let turn = server
+            .start_turn(&thread, &[&format!("bare {i}")])
+            .await
+            .unwrap();
         while let Some(event) = events.recv().await {
             if let ThreadEvent::Notification(Notification::TurnCompleted { turn_id, .. }) = event
                 && turn_id == turn
@@ -100,10 +105,15 @@ async fn main() {
     let gateway_before = rss_mib(me);
     for i in 0..STORED_CHATS {
         let key = ChatKey::new(Platform::Console, format!("stored-{i}"));
-        app.store().set_thread(&key, "/w", &format!("thread-{i}"), None).await.unwrap();
+        app.store()
+            .set_thread(&key, "/w", &format!("thread-{i}"), None)
+            .await
+            .unwrap();
     }
     let gateway_stored = rss_mib(me);
-    let mut chats: Vec<Chat> = (0..LIVE_CHATS).map(|i| Chat::new(&format!("live-{i}"))).collect();
+    let mut chats: Vec<Chat> = (0..LIVE_CHATS)
+        .map(|i| Chat::new(&format!("live-{i}")))
+        .collect();
     for chat in &mut chats {
         chat.ask(&app, "hello").await;
     }
@@ -115,15 +125,27 @@ async fn main() {
 
     println!("| what | n | median | p90 |");
     println!("|---|---|---|---|");
-    row("turn on the bare app-server (turn/start to turn/completed)", &bare);
-    row("message through the gateway, live thread (dispatch to reply)", &live);
+    row(
+        "turn on the bare app-server (turn/start to turn/completed)",
+        &bare,
+    );
+    row(
+        "message through the gateway, live thread (dispatch to reply)",
+        &live,
+    );
     row("message after an unload (thread/resume + turn)", &resumed);
     println!();
     println!("| memory | MiB |");
     println!("|---|---|");
-    println!("| bench process (gateway + fakes) after {} turns | {gateway_before:.1} |", TURNS + RESUMES + 1);
+    println!(
+        "| bench process (gateway + fakes) after {} turns | {gateway_before:.1} |",
+        TURNS + RESUMES + 1
+    );
     println!("| ... after {STORED_CHATS} more chats stored in SQLite | {gateway_stored:.1} |");
     println!("| ... with {LIVE_CHATS} more live chats | {gateway_live:.1} |");
-    println!("| codex app-server with {} threads loaded | {codex_rss:.1} |", LIVE_CHATS + 1);
+    println!(
+        "| codex app-server with {} threads loaded | {codex_rss:.1} |",
+        LIVE_CHATS + 1
+    );
     println!("| SQLite database file | {:.2} |", database / 1024.0);
 }

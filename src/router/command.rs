@@ -24,6 +24,15 @@ pub enum Input<'a> {
     },
 }
 
+/// The commands as chat platforms list them in their command menus.
+pub const MENU: &[(&str, &str)] = &[
+    ("new", "Start a fresh Codex thread"),
+    ("stop", "Interrupt the running turn"),
+    ("status", "Thread, usage, model and working directory"),
+    ("compact", "Compact this thread's context"),
+    ("help", "What this bot does"),
+];
+
 pub const HELP: &str = "Talk to Codex: every message goes to this chat's Codex thread, \
 which lasts until /new.\n\
 /new - start a fresh Codex thread (the old one stays in the history)\n\

@@ -26,7 +26,7 @@ use crate::chat::{ChatKey, Inbound, Outbox, Platform};
 use crate::config::DiscordConfig;
 use crate::platform;
 use crate::platform::delivery::PromptOwners;
-use crate::router::Router;
+use crate::router::{Router, command};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {
@@ -52,14 +52,6 @@ struct Shared {
     /// Thread -> parent channel, learned once per thread.
     parents: Mutex<HashMap<ChannelId, Option<ChannelId>>>,
 }
-
-const COMMANDS: &[(&str, &str)] = &[
-    ("new", "Start a fresh Codex thread"),
-    ("stop", "Interrupt the running turn"),
-    ("status", "Thread, usage, model and working directory"),
-    ("compact", "Compact this thread's context"),
-    ("help", "What this bot does"),
-];
 
 /// Checks the token, then connects to the gateway and starts serving.
 pub async fn start(
@@ -143,7 +135,7 @@ struct Handler(Arc<Shared>);
 impl EventHandler for Handler {
     async fn ready(&self, ctx: Context, ready: Ready) {
         self.0.bot_id.store(ready.user.id.get(), Ordering::SeqCst);
-        let commands: Vec<CreateCommand> = COMMANDS
+        let commands: Vec<CreateCommand> = command::MENU
             .iter()
             .map(|(name, description)| CreateCommand::new(*name).description(*description))
             .collect();

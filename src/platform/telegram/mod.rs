@@ -24,7 +24,7 @@ use crate::chat::{ChatKey, Inbound, Outbox, Platform};
 use crate::config::TelegramConfig;
 use crate::platform;
 use crate::platform::delivery::PromptOwners;
-use crate::router::Router;
+use crate::router::{Router, command};
 use crate::store::Store;
 use inbound::Origin;
 
@@ -54,14 +54,6 @@ struct Shared {
     approvals: PromptOwners,
 }
 
-const COMMANDS: &[(&str, &str)] = &[
-    ("new", "Start a fresh Codex thread"),
-    ("stop", "Interrupt the running turn"),
-    ("status", "Thread, usage, model and working directory"),
-    ("compact", "Compact this thread's context"),
-    ("help", "What this bot does"),
-];
-
 /// Connects to the Bot API, registers the command menu and starts polling.
 pub async fn start(
     config: &TelegramConfig,
@@ -80,7 +72,7 @@ pub async fn start(
     let me = bot.get_me().await.map_err(TelegramError::Start)?;
     let username = me.username().to_owned();
     info!(bot = username, "telegram connected");
-    let commands = COMMANDS.iter().map(|(c, d)| BotCommand::new(*c, *d));
+    let commands = command::MENU.iter().map(|(c, d)| BotCommand::new(*c, *d));
     if let Err(error) = bot.set_my_commands(commands).await {
         warn!(%error, "telegram: could not register the command menu");
     }
