@@ -109,20 +109,12 @@ struct LiveThread {
     persisted: bool,
 }
 
-/// How the session got its thread for this turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attach {
-    Live,
-    Resumed,
-    Started,
-    /// The stored thread could not be resumed; a new one carries the transcript.
-    Replaced,
-}
-
 /// A started turn.
 pub struct StartedTurn {
     pub turn_id: String,
-    pub attach: Attach,
+    /// The stored thread could not be resumed: this turn opened its replacement, which
+    /// was given the recent transcript.
+    pub replaced: bool,
 }
 
 pub struct Session {
@@ -149,10 +141,12 @@ impl Session {
 
     /// Starts a turn with the user's text, attaching to the chat's thread first.
     pub async fn start_turn(&mut self, text: &str) -> Result<StartedTurn, SessionError> {
-        let mut attach = self.ensure_thread().await?;
-        let seed = match attach {
-            Attach::Replaced => Some(self.transcript_seed().await?),
-            _ => None,
+        self.ensure_thread().await?;
+        // Until its first turn is stored, a replacement thread still needs the transcript.
+        let replaced = self.replacing.is_some();
+        let seed = match replaced {
+            true => Some(self.transcript_seed().await?),
+            false => None,
         };
         let inputs: Vec<&str> = seed.as_deref().into_iter().chain([text]).collect();
         let live = self
@@ -163,7 +157,7 @@ impl Session {
             // The process lost the thread (restart raced us): resume and try once more.
             Err(CodexError::ThreadNotLoaded(_) | CodexError::ProcessExited) => {
                 self.live = None;
-                attach = self.ensure_thread().await?;
+                self.ensure_thread().await?;
                 let live = self
                     .live
                     .as_ref()
@@ -178,19 +172,26 @@ impl Session {
             .store
             .append_transcript(&self.chat, &thread_id, Role::User, text)
             .await?;
-        Ok(StartedTurn { turn_id, attach })
+        Ok(StartedTurn { turn_id, replaced })
     }
 
-    /// Runs Codex's native compaction on the chat's thread; `None` if the chat has none yet.
-    pub async fn start_compaction(&mut self) -> Result<Option<Attach>, SessionError> {
+    /// Starts Codex's native compaction of the chat's thread; false when the chat has no
+    /// thread with any history yet.
+    pub async fn start_compaction(&mut self) -> Result<bool, SessionError> {
         let stored = self.ctx.store.chat(&self.chat).await?;
         if self.live.is_none() && stored.and_then(|c| c.thread_id).is_none() {
-            return Ok(None);
+            return Ok(false);
         }
-        let attach = self.ensure_thread().await?;
-        let live = self.live.as_ref().expect("live thread");
+        self.ensure_thread().await?;
+        let live = self
+            .live
+            .as_ref()
+            .expect("ensure_thread leaves a live thread");
+        if !live.persisted {
+            return Ok(false); // a new thread (its stored one was lost): nothing to compact
+        }
         live.server.compact(&live.thread_id).await?;
-        Ok(Some(attach))
+        Ok(true)
     }
 
     /// The next event of the live thread; `None` when there is no live thread.
@@ -245,9 +246,10 @@ impl Session {
             .is_some_and(|live| live.server.is_alive())
     }
 
-    async fn ensure_thread(&mut self) -> Result<Attach, SessionError> {
+    /// Leaves a live thread: the current one, the stored one resumed, or a new one.
+    async fn ensure_thread(&mut self) -> Result<(), SessionError> {
         if self.is_live() {
-            return Ok(Attach::Live);
+            return Ok(());
         }
         self.live = None;
         let server = self.ctx.codex.server(&self.chat.to_string()).await?;
@@ -265,7 +267,7 @@ impl Session {
                     info!(chat = %self.chat, thread_id = resumed, "thread resumed");
                     Metrics::count(&self.ctx.metrics.resumes);
                     self.attach(server, resumed, cwd, true);
-                    return Ok(Attach::Resumed);
+                    return Ok(());
                 }
                 Err(CodexError::ThreadGone { message, .. }) => {
                     warn!(chat = %self.chat, thread_id, message, "stored thread cannot be resumed; replacing it");
@@ -278,11 +280,7 @@ impl Session {
         info!(chat = %self.chat, thread_id, "thread started");
         Metrics::count(&self.ctx.metrics.thread_starts);
         self.attach(server, thread_id, cwd, false);
-        Ok(if self.replacing.is_some() {
-            Attach::Replaced
-        } else {
-            Attach::Started
-        })
+        Ok(())
     }
 
     fn attach(&mut self, server: AppServer, thread_id: String, cwd: PathBuf, persisted: bool) {

@@ -168,6 +168,9 @@ async fn lost_rollout_starts_a_seeded_thread_and_says_so() {
     }
 
     let app = env.start().await;
+    // A /compact first finds nothing to compact and must not cost the transcript seed.
+    chat.send(&app, "/compact");
+    chat.notice("Nothing to compact").await;
     let reply = chat.ask(&app, "what did you just read?").await;
     assert!(
         chat.notices()

@@ -20,7 +20,7 @@ use crate::codex::{
 use crate::deadline;
 use crate::hygiene::{self, Action, CompactionOutcome, Observation};
 use crate::metrics::Metrics;
-use crate::session::{Attach, Context, Session, SessionError};
+use crate::session::{Context, Session, SessionError};
 
 /// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
@@ -220,7 +220,7 @@ impl Actor {
             Ok(started) => started,
             Err(error) => return self.report(replies, &error),
         };
-        if started.attach == Attach::Replaced {
+        if started.replaced {
             replies.notice(
                 "This chat's earlier Codex session could not be restored (its history is gone \
                  from disk), so a new one was started and given the recent conversation.",
@@ -307,7 +307,7 @@ impl Actor {
         replies: &Replies<'_>,
     ) -> Result<Option<CompactionOutcome>, SessionError> {
         let before = self.session.record().await?.and_then(|r| r.last_tokens);
-        if self.session.start_compaction().await?.is_none() {
+        if !self.session.start_compaction().await? {
             return Ok(None);
         }
         let outcome = self.wait_for_turn(replies, None).await;
