@@ -115,10 +115,16 @@ async fn health_and_metrics_reflect_a_real_conversation() {
     telegram
         .wait_for_text(ALICE, |t| t == "Echo: hello metrics")
         .await;
-    // The turn is recorded right after the reply goes out.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let (status, after) = http_get(port, "/metrics").await;
-    assert_eq!(status, 200);
+    // The streamed text can show before the turn has ended: wait for the count.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let (status, after) = http_get(port, "/metrics").await;
+        assert_eq!(status, 200);
+        if metric(&after, "turns_total") == 1 || Instant::now() > deadline {
+            break after;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(metric(&after, "turns_total"), 1);
     assert_eq!(metric(&after, "thread_starts_total"), 1);
     assert_eq!(metric(&after, "active_chats"), 1);
