@@ -145,7 +145,7 @@ async fn streamed_and_long_replies_respect_discord_limits() {
     assert!(edits.len() >= 2, "{} edits", edits.len());
     let gaps: Vec<_> = edits.windows(2).map(|w| w[1].at - w[0].at).collect();
     assert!(
-        gaps.iter().all(|g| g.as_millis() >= 950),
+        gaps.iter().all(|g| g.as_millis() >= 1000),
         "edits too close: {gaps:?}"
     );
 

@@ -117,7 +117,7 @@ async fn streamed_reply_is_edited_at_the_configured_rate() {
         edits.len()
     );
     assert!(
-        min_gap.as_millis() >= 950,
+        min_gap.as_millis() >= 1000,
         "edits {min_gap:?} apart, limit 1 per second"
     );
     assert_eq!(

@@ -179,9 +179,13 @@ impl<S: Sink> Worker<S> {
         let Some(text) = stream.pending.take() else {
             return;
         };
-        stream.last_edit = Instant::now();
         let id = stream.message_id;
         self.sink.edit(id, &preview::<S>(&text)).await;
+        // Counted from the answer, so no two edits ever reach the platform closer together
+        // than the interval, however long one request takes.
+        if let Some(stream) = self.stream.as_mut() {
+            stream.last_edit = Instant::now();
+        }
     }
 
     /// The final text: the streamed message becomes its first piece (after the edit
