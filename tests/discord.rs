@@ -259,3 +259,29 @@ async fn gateway_resume_keeps_the_conversation() {
     gateway.stop().await;
     assert_eq!(env.rollouts().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limited_and_failed_rest_calls_are_retried() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    let messages = format!("/channels/{CHANNEL}/messages");
+    dc.fail_next("POST", &messages, 429);
+    dc.fail_next("POST", &messages, 502);
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("hello despite errors"));
+    dc.wait_for_content(CHANNEL, |t| t == "Echo: hello despite errors")
+        .await;
+    gateway.stop().await;
+    let posts = dc.calls("POST", &messages);
+    assert!(posts.len() >= 3, "{} calls", posts.len());
+    // A retry waits its back-off; a send given up would be followed at once by the next.
+    let waited = posts[1].at - posts[0].at;
+    assert!(
+        waited.as_millis() >= 900,
+        "no back-off before the retry: {waited:?}"
+    );
+    assert_eq!(
+        dc.contents(CHANNEL).len(),
+        1,
+        "the reply was not one message"
+    );
+}

@@ -41,6 +41,8 @@ struct Inner {
     /// Current content of the bot's messages: id -> (channel, content).
     messages: Mutex<BTreeMap<u64, (u64, String)>>,
     threads: Mutex<HashMap<u64, u64>>,
+    /// (method, path part, status): answered once each to the next matching REST call.
+    faults: Mutex<Vec<(String, String, u16)>>,
     connection: Mutex<Option<mpsc::UnboundedSender<Outgoing>>>,
     next_id: AtomicU64,
     seq: AtomicU64,
@@ -150,6 +152,12 @@ impl FakeDiscord {
             "MESSAGE_CREATE",
             message(self.next_id(), channel, author, content, false),
         );
+    }
+
+    /// The next `method` call whose path contains `path_part` gets `status`.
+    pub fn fail_next(&self, method: &str, path_part: &str, status: u16) {
+        let fault = (method.to_owned(), path_part.to_owned(), status);
+        self.inner.faults.lock().unwrap().push(fault);
     }
 
     /// Makes `thread` a thread of `parent`.
@@ -291,6 +299,18 @@ async fn rest(
         body: body.clone(),
         at: Instant::now(),
     });
+    let fault = {
+        let mut faults = inner.faults.lock().unwrap();
+        let hit = faults
+            .iter()
+            .position(|(m, part, _)| *m == method.as_str() && path.contains(part.as_str()));
+        hit.map(|index| faults.remove(index).2)
+    };
+    if let Some(status) = fault {
+        let body =
+            json!({"message": "fake failure", "code": 0, "retry_after": 0.5, "global": false});
+        return (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
+    }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let json = |value: Value| axum::Json(value).into_response();
     match (method.as_str(), parts.as_slice()) {
