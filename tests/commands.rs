@@ -6,15 +6,7 @@ mod support;
 use codex_gateway::chat::OutboundKind;
 use codex_gateway::codex::ApprovalDecision;
 use codex_gateway::config::ApprovalPolicy;
-use support::{Chat, TestEnv};
-
-async fn thread_of(app: &codex_gateway::App, chat: &Chat) -> Option<String> {
-    app.store()
-        .chat(&chat.key)
-        .await
-        .unwrap()
-        .and_then(|r| r.thread_id)
-}
+use support::{Chat, TestEnv, stored_thread};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_interrupts_the_running_turn() {
@@ -35,9 +27,9 @@ async fn stop_interrupts_the_running_turn() {
         "the stopped turn still delivered a reply: {:?}",
         chat.seen
     );
-    let thread = thread_of(&app, &chat).await.expect("thread stored");
+    let thread = stored_thread(&app, &chat).await.expect("thread stored");
     assert_eq!(chat.ask(&app, "after stop").await, "Echo: after stop");
-    assert_eq!(thread_of(&app, &chat).await, Some(thread));
+    assert_eq!(stored_thread(&app, &chat).await, Some(thread));
     app.shutdown(None).await;
 }
 
@@ -71,17 +63,10 @@ async fn compact_keeps_the_thread_and_the_model_gets_the_summary() {
     chat.notice("Nothing to compact yet").await;
 
     chat.ask(&app, "remember the word kestrel").await;
-    let thread = thread_of(&app, &chat).await;
+    let thread = stored_thread(&app, &chat).await;
     chat.send(&app, "/compact");
     chat.notice("Compacted").await;
-    assert_eq!(
-        env.model
-            .requests()
-            .iter()
-            .filter(|r| r.is_compaction())
-            .count(),
-        1
-    );
+    assert_eq!(env.model.compactions(), 1);
 
     chat.ask(&app, "after compaction").await;
     let request = env.model.request_for("after compaction");
@@ -91,7 +76,7 @@ async fn compact_keeps_the_thread_and_the_model_gets_the_summary() {
         request.text()
     );
     assert_eq!(
-        thread_of(&app, &chat).await,
+        stored_thread(&app, &chat).await,
         thread,
         "compaction replaced the thread"
     );
@@ -190,7 +175,7 @@ async fn app_server_crash_mid_turn_is_reported_and_the_thread_continues() {
     let app = env.start().await;
     let mut chat = Chat::new("crash-mid-turn");
     chat.ask(&app, "remember the word osprey").await;
-    let thread = thread_of(&app, &chat).await;
+    let thread = stored_thread(&app, &chat).await;
 
     chat.send(&app, "slow: a story cut short");
     // Wait until the slow answer is being streamed, then kill the process under it.
@@ -217,6 +202,6 @@ async fn app_server_crash_mid_turn_is_reported_and_the_thread_continues() {
         "context lost: {}",
         request.text()
     );
-    assert_eq!(thread_of(&app, &chat).await, thread);
+    assert_eq!(stored_thread(&app, &chat).await, thread);
     app.shutdown(None).await;
 }

@@ -5,7 +5,7 @@ mod support;
 
 use codex_gateway::App;
 use codex_gateway::store::RetireReason;
-use support::{Chat, TestEnv};
+use support::{Chat, TestEnv, stored_thread};
 
 const NOTES: &str = "the secret word is pelican-4471";
 
@@ -18,15 +18,12 @@ async fn env_with_notes() -> TestEnv {
 async fn read_notes(app: &App, chat: &mut Chat) -> String {
     let reply = chat.ask(app, "read file notes.txt").await;
     assert!(reply.contains("pelican-4471"), "first reply: {reply}");
-    stored_thread(app, chat).await
+    thread_id(app, chat).await
 }
 
-async fn stored_thread(app: &App, chat: &Chat) -> String {
-    app.store()
-        .chat(&chat.key)
+async fn thread_id(app: &App, chat: &Chat) -> String {
+    stored_thread(app, chat)
         .await
-        .unwrap()
-        .and_then(|row| row.thread_id)
         .expect("thread id stored after the first turn")
 }
 
@@ -44,7 +41,7 @@ async fn assert_context_kept(env: &TestEnv, app: &App, chat: &mut Chat, thread: 
         request.text()
     );
     assert!(reply.contains("pelican-4471"), "reply: {reply}");
-    assert_eq!(stored_thread(app, chat).await, thread, "thread id changed");
+    assert_eq!(thread_id(app, chat).await, thread, "thread id changed");
     assert!(
         app.store()
             .thread_history(&chat.key)
@@ -121,12 +118,7 @@ async fn killed_app_server_is_restarted_and_the_thread_resumed() {
     assert_eq!(after.len(), 1, "exactly one app-server process");
     assert_ne!(after[0].pid(), Some(pid), "a new process serves the chat");
     assert_eq!(app.codex().restarts(), 1);
-    app.shutdown(None).await;
-    assert_eq!(
-        env.codex_processes(),
-        Vec::<u32>::new(),
-        "app-server left running"
-    );
+    env.shut_down(app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +139,7 @@ async fn new_starts_a_fresh_thread_and_keeps_the_old_id() {
         request.text()
     );
 
-    let new = stored_thread(&app, &chat).await;
+    let new = thread_id(&app, &chat).await;
     assert_ne!(new, old);
     assert_eq!(
         app.store().thread_history(&chat.key).await.unwrap(),
@@ -191,7 +183,7 @@ async fn lost_rollout_starts_a_seeded_thread_and_says_so() {
     );
     assert!(!reply.is_empty());
 
-    let new = stored_thread(&app, &chat).await;
+    let new = thread_id(&app, &chat).await;
     assert_ne!(new, old);
     assert_eq!(
         app.store().thread_history(&chat.key).await.unwrap(),
@@ -200,7 +192,7 @@ async fn lost_rollout_starts_a_seeded_thread_and_says_so() {
     // The replacement is resumed like any other thread from now on.
     let again = chat.ask(&app, "hello again").await;
     assert_eq!(again, "Echo: hello again");
-    assert_eq!(stored_thread(&app, &chat).await, new);
+    assert_eq!(thread_id(&app, &chat).await, new);
     app.shutdown(None).await;
 }
 
@@ -229,6 +221,6 @@ async fn interleaved_chats_never_see_each_other() {
     let seen_by_a = env.model.request_for("(alice)").text();
     let seen_by_b = env.model.request_for("(bob)").text();
     assert!(!seen_by_a.contains("bravo-2222") && !seen_by_b.contains("alpha-1111"));
-    assert_ne!(stored_thread(&app, &a).await, stored_thread(&app, &b).await);
+    assert_ne!(thread_id(&app, &a).await, thread_id(&app, &b).await);
     app.shutdown(None).await;
 }

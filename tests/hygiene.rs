@@ -9,30 +9,13 @@ use std::time::Duration;
 
 use codex_gateway::App;
 use codex_gateway::config::{CompactionMode, Config};
-use support::{Chat, Reply, TestEnv, default_brain};
+use support::{Chat, Reply, TestEnv, default_brain, stored_thread};
 
 /// Past 85% of the 258,400-token window codex reports for the fake model.
 const NEARLY_FULL: i64 = 230_000;
 
-async fn thread_of(app: &App, chat: &Chat) -> Option<String> {
-    app.store()
-        .chat(&chat.key)
-        .await
-        .unwrap()
-        .and_then(|r| r.thread_id)
-}
-
 async fn start(config: &Config) -> App {
     App::start(config).await.expect("app starts")
-}
-
-async fn shut_down(env: &TestEnv, app: App) {
-    app.shutdown(None).await;
-    assert_eq!(
-        env.codex_processes(),
-        Vec::<u32>::new(),
-        "app-server left running"
-    );
 }
 
 /// The other gateway's logged failure, replayed: usage passes the threshold over many
@@ -44,7 +27,7 @@ async fn native_mode_never_replaces_a_full_thread() {
     let app = start(&env.config()).await;
     let mut chat = Chat::new("native");
     chat.ask(&app, "read file notes.txt").await;
-    let thread = thread_of(&app, &chat).await;
+    let thread = stored_thread(&app, &chat).await;
     for (i, tokens) in [120_000, 200_000, NEARLY_FULL, NEARLY_FULL + 10_000]
         .into_iter()
         .enumerate()
@@ -71,7 +54,7 @@ async fn native_mode_never_replaces_a_full_thread() {
         "first turn's tool output lost: {}",
         request.text()
     );
-    assert_eq!(thread_of(&app, &chat).await, thread);
+    assert_eq!(stored_thread(&app, &chat).await, thread);
     assert!(
         env.model.requests().iter().all(|r| !r.is_compaction()),
         "the gateway compacted"
@@ -83,7 +66,7 @@ async fn native_mode_never_replaces_a_full_thread() {
             .unwrap()
             .is_empty()
     );
-    shut_down(&env, app).await;
+    env.shut_down(app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +77,7 @@ async fn gateway_mode_compacts_the_same_thread_once() {
     let app = start(&config).await;
     let mut chat = Chat::new("gateway");
     chat.ask(&app, "first words").await;
-    let thread = thread_of(&app, &chat).await;
+    let thread = stored_thread(&app, &chat).await;
 
     env.model.set_input_tokens(NEARLY_FULL);
     chat.ask(&app, "this fills the context").await;
@@ -103,12 +86,7 @@ async fn gateway_mode_compacts_the_same_thread_once() {
     chat.ask(&app, "after compaction").await;
     chat.ask(&app, "one more").await;
 
-    let compactions = env
-        .model
-        .requests()
-        .iter()
-        .filter(|r| r.is_compaction())
-        .count();
+    let compactions = env.model.compactions();
     assert_eq!(compactions, 1);
     let request = env.model.request_for("after compaction");
     assert!(
@@ -117,11 +95,11 @@ async fn gateway_mode_compacts_the_same_thread_once() {
         request.text()
     );
     assert_eq!(
-        thread_of(&app, &chat).await,
+        stored_thread(&app, &chat).await,
         thread,
         "hygiene replaced the thread"
     );
-    shut_down(&env, app).await;
+    env.shut_down(app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,16 +119,11 @@ async fn failed_compaction_leaves_the_thread_and_is_not_retried_next_turn() {
     let mut chat = Chat::new("failing");
     env.model.set_input_tokens(NEARLY_FULL);
     chat.ask(&app, "remember the word plover").await;
-    let thread = thread_of(&app, &chat).await;
+    let thread = stored_thread(&app, &chat).await;
     chat.ask(&app, "second turn").await;
     chat.ask(&app, "third turn").await;
 
-    let compactions = env
-        .model
-        .requests()
-        .iter()
-        .filter(|r| r.is_compaction())
-        .count();
+    let compactions = env.model.compactions();
     assert_eq!(compactions, 1, "a failed compaction was retried at once");
     assert!(
         env.model
@@ -158,13 +131,13 @@ async fn failed_compaction_leaves_the_thread_and_is_not_retried_next_turn() {
             .text()
             .contains("plover")
     );
-    assert_eq!(thread_of(&app, &chat).await, thread);
+    assert_eq!(stored_thread(&app, &chat).await, thread);
     assert!(
         !chat.notices().iter().any(|n| n.contains("failed")),
         "{:?}",
         chat.seen
     );
-    shut_down(&env, app).await;
+    env.shut_down(app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,7 +189,7 @@ async fn five_chats_with_two_live_threads_keep_their_context() {
         );
     }
     assert_eq!(env.rollouts().len(), 5, "one thread per chat");
-    shut_down(&env, app).await;
+    env.shut_down(app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,7 +200,7 @@ async fn idle_chat_is_unloaded_and_resumed() {
     let app = start(&config).await;
     let mut chat = Chat::new("idle");
     chat.ask(&app, "remember the word curlew").await;
-    let thread = thread_of(&app, &chat).await;
+    let thread = stored_thread(&app, &chat).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while app.router().active_chats() > 0 {
         assert!(
@@ -243,8 +216,8 @@ async fn idle_chat_is_unloaded_and_resumed() {
             .text()
             .contains("curlew")
     );
-    assert_eq!(thread_of(&app, &chat).await, thread);
-    shut_down(&env, app).await;
+    assert_eq!(stored_thread(&app, &chat).await, thread);
+    env.shut_down(app).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,5 +243,5 @@ async fn pool_processes_serve_chats_and_none_outlives_it() {
         2,
         "/new or unload changed the process count"
     );
-    shut_down(&env, app).await;
+    env.shut_down(app).await;
 }

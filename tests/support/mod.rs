@@ -131,6 +131,16 @@ impl TestEnv {
             .collect()
     }
 
+    /// Shuts the app down and checks that no app-server outlived it.
+    pub async fn shut_down(&self, app: App) {
+        app.shutdown(None).await;
+        assert_eq!(
+            self.codex_processes(),
+            Vec::<u32>::new(),
+            "app-server left running"
+        );
+    }
+
     /// Rollout files under CODEX_HOME/sessions.
     pub fn rollouts(&self) -> Vec<PathBuf> {
         fn walk(dir: &std::path::Path, found: &mut Vec<PathBuf>) {
@@ -176,6 +186,15 @@ request_max_retries = 0
 stream_max_retries = 0
 "#
     )
+}
+
+/// The Codex thread id stored for a chat, if any.
+pub async fn stored_thread(app: &App, chat: &Chat) -> Option<String> {
+    app.store()
+        .chat(&chat.key)
+        .await
+        .unwrap()
+        .and_then(|row| row.thread_id)
 }
 
 /// A person in one chat: sends messages through the router and reads the answers.

@@ -153,6 +153,11 @@ impl FakeModel {
         self.log.lock().unwrap().clone()
     }
 
+    /// How many compaction requests codex made.
+    pub fn compactions(&self) -> usize {
+        self.requests().iter().filter(|r| r.is_compaction()).count()
+    }
+
     /// Requests that carry a human message (not compactions).
     pub fn turn_requests(&self) -> Vec<ModelRequest> {
         self.requests()
