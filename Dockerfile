@@ -2,14 +2,18 @@
 
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
-# Dependencies first, in their own layer: source edits do not rebuild them.
-COPY Cargo.toml Cargo.lock ./
-RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
-    && cargo build --release --locked && rm -rf src
-COPY migrations migrations
-COPY src src
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked \
-    && strip target/release/codex-gateway
+# The whole build context (minus .dockerignore), so every target Cargo.toml names (benches,
+# tests, examples) is there: no stub of the manifest to keep in step. Compiled dependencies
+# are kept between builds by cache mounts for the registry and target/ (BuildKit, and
+# podman/buildah, which compose uses alike), chosen over cargo-chef because they need no
+# extra tool in the image and also keep this crate's incremental state. A source edit
+# rebuilds only this crate; scripts/check-docker-build checks in CI that this stage gets
+# what Cargo needs.
+COPY . .
+RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
+    --mount=type=cache,target=/src/target,sharing=locked \
+    cargo build --release --locked --bin codex-gateway \
+    && strip -o /usr/local/bin/codex-gateway target/release/codex-gateway
 
 # Only the static codex binary leaves this stage (the npm package is ~420 MiB).
 FROM debian:bookworm-slim AS codex
@@ -27,7 +31,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends bash ca-certifi
     && useradd --create-home --uid 10001 codex \
     && mkdir -p /data/codex-home /data/workspaces && chown -R codex:codex /data
 COPY --from=codex /usr/local/bin/codex /usr/local/bin/codex
-COPY --from=build /src/target/release/codex-gateway /usr/local/bin/codex-gateway
+COPY --from=build /usr/local/bin/codex-gateway /usr/local/bin/codex-gateway
 COPY deploy/config.toml /etc/codex-gateway/config.toml
 # Codex keeps its login and thread rollouts here; the gateway's database sits beside it.
 ENV CODEX_HOME=/data/codex-home
