@@ -4,8 +4,6 @@ use std::fmt;
 
 use tokio::sync::mpsc;
 
-use crate::codex::ApprovalRequest;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Platform {
     Console,
@@ -73,9 +71,16 @@ pub struct Inbound {
     pub text: String,
     /// Where this chat's answers go.
     pub reply_to: Outbox,
+    /// Where the answer to this very message goes, when the platform keeps a place for it
+    /// (a Discord slash command's interaction). Used once; later answers are notices.
+    pub answer_slot: Option<AnswerSlot>,
     /// Whether the platform can show approval prompts (and so answer Codex's requests).
     pub can_approve: bool,
 }
+
+/// A platform's handle for the place one message's answer goes; opaque to the router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AnswerSlot(pub u64);
 
 /// What the router sends back to a chat.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,13 +97,55 @@ pub enum OutboundKind {
     Working(bool),
     /// Codex asks to approve an action; answer with `Router::decide_approval`.
     Approval(ApprovalPrompt),
+    /// A gateway notice that answers one message, to that message's answer slot
+    /// (platforms without slots show it as a notice).
+    Answer { slot: AnswerSlot, text: String },
 }
 
 /// What a person is asked to approve.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalPrompt {
+    /// Unique across chats: a button names exactly one prompt.
     pub id: u64,
-    pub request: ApprovalRequest,
+    pub action: ActionKind,
+    pub command: Option<String>,
+    pub cwd: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// The kind of action waiting for approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionKind {
+    Command,
+    FileChange,
+}
+
+/// A person's answer to an approval prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Accept,
+    AcceptForSession,
+    Decline,
+    Cancel,
+}
+
+impl Decision {
+    /// Every decision, in button order.
+    pub const ALL: [Decision; 4] = [
+        Decision::Accept,
+        Decision::AcceptForSession,
+        Decision::Decline,
+        Decision::Cancel,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Decision::Accept => "Accept",
+            Decision::AcceptForSession => "Accept for session",
+            Decision::Decline => "Decline",
+            Decision::Cancel => "Cancel",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

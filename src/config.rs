@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+pub use crate::codex::{ApprovalPolicy, SandboxMode};
 pub use crate::hygiene::CompactionMode;
 use crate::hygiene::Policy;
 
@@ -146,22 +147,6 @@ pub enum WorkspaceMode {
     PerChat,
     /// Every chat works in `workspace` itself (one shared project).
     Shared,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ApprovalPolicy {
-    Never,
-    OnRequest,
-    Untrusted,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    ReadOnly,
-    WorkspaceWrite,
-    DangerFullAccess,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -20,6 +20,9 @@ use tracing::info;
 
 use crate::codex::{Codex, CodexError, SpawnSpec};
 use crate::config::Config;
+use crate::platform::PlatformHandle;
+use crate::platform::discord::DiscordError;
+use crate::platform::telegram::TelegramError;
 use crate::router::Router;
 use crate::session::{Context, SessionSettings};
 use crate::store::{Store, StoreError};
@@ -30,8 +33,10 @@ pub enum StartError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Codex(#[from] CodexError),
-    #[error("{0}")]
-    Platform(String),
+    #[error(transparent)]
+    Telegram(#[from] TelegramError),
+    #[error(transparent)]
+    Discord(#[from] DiscordError),
     #[error("cannot listen on {address} (server.listen): {source}")]
     Listen {
         address: String,
@@ -79,36 +84,6 @@ impl App {
         &self.ctx.store
     }
 
-    /// Whether the database answers and every app-server process runs.
-    pub async fn health(&self) -> Result<(), String> {
-        let mut problems = Vec::new();
-        if let Err(error) = self.ctx.store.ping().await {
-            problems.push(format!("database: {error}"));
-        }
-        let running = self.ctx.codex.servers().await.len();
-        if running < self.processes {
-            problems.push(format!(
-                "codex: {running} of {} processes running",
-                self.processes
-            ));
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(problems.join("; ")),
-        }
-    }
-
-    /// The counters and gauges in Prometheus' text format.
-    pub async fn metrics(&self) -> String {
-        let servers = self.ctx.codex.servers().await;
-        self.ctx.metrics.render(&metrics::Gauges {
-            active_chats: self.router.active_chats(),
-            live_threads: servers.iter().map(|s| s.subscriptions()).sum(),
-            codex_processes: servers.len(),
-            codex_restarts: self.ctx.codex.restarts(),
-        })
-    }
-
     /// Lets queued work finish (within `grace`, if given), then stops Codex and closes
     /// the database.
     pub async fn shutdown(self, grace: Option<Duration>) {
@@ -126,6 +101,7 @@ pub fn spawn_spec(config: &Config) -> SpawnSpec {
         home: config.codex.home.clone(),
         overrides: config.codex.config.clone(),
         env: config.codex.env.clone(),
+        withheld_env_prefixes: vec![config::ENV_PREFIX.to_owned()],
         secrets: config
             .secrets()
             .into_iter()
@@ -135,82 +111,104 @@ pub fn spawn_spec(config: &Config) -> SpawnSpec {
     }
 }
 
+impl server::Observed for App {
+    /// Whether the database answers and every app-server process runs.
+    async fn health(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
+        if let Err(error) = self.ctx.store.ping().await {
+            problems.push(format!("database: {error}"));
+        }
+        let running = self.ctx.codex.servers().await.len();
+        if running < self.processes {
+            problems.push(format!(
+                "codex: {running} of {} processes running",
+                self.processes
+            ));
+        }
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(problems.join("; ")),
+        }
+    }
+
+    async fn metrics(&self) -> String {
+        let servers = self.ctx.codex.servers().await;
+        self.ctx.metrics.render(&metrics::Gauges {
+            active_chats: self.router.active_chats(),
+            live_threads: servers.iter().map(|s| s.subscriptions()).sum(),
+            codex_processes: servers.len(),
+            codex_restarts: self.ctx.codex.restarts(),
+        })
+    }
+}
+
 /// Serves every enabled platform until `shutdown` resolves, then stops in order: no new
-/// messages, queued turns finish, the last answers are delivered, Codex stops.
+/// messages, queued turns finish, the last answers are delivered, Codex stops. A start
+/// that fails midway stops what it had started the same way.
 pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
     let app = App::start(config).await?;
-    let grace = Some(Duration::from_secs(config.server.shutdown_grace_secs));
-    let listen = config
-        .server
-        .listen
-        .parse()
-        .expect("validated in Config::load");
-    let server = match server::Server::start(listen, app.clone()).await {
-        Ok(server) => server,
-        Err(source) => {
-            app.shutdown(None).await;
-            return Err(StartError::Listen {
+    let mut serving = Serving::default();
+    let started = serving.start(config, &app).await;
+    if started.is_ok() {
+        shutdown.await;
+        info!("shutting down");
+    }
+    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    serving.stop(app, grace).await;
+    started
+}
+
+/// What `run` started besides the core.
+#[derive(Default)]
+struct Serving {
+    server: Option<server::Server>,
+    platforms: Vec<PlatformHandle>,
+}
+
+impl Serving {
+    async fn start(&mut self, config: &Config, app: &App) -> Result<(), StartError> {
+        let listen = config
+            .server
+            .listen
+            .parse()
+            .expect("validated in Config::load");
+        let server = server::Server::start(listen, app.clone())
+            .await
+            .map_err(|source| StartError::Listen {
                 address: config.server.listen.clone(),
                 source,
-            });
+            })?;
+        self.server = Some(server);
+        let (telegram, discord) = (&config.telegram, &config.discord);
+        if let Some(token) = telegram.token.as_ref().filter(|_| telegram.enabled) {
+            let router = app.router().clone();
+            let store = app.store().clone();
+            let handle = platform::telegram::start(telegram, token.expose(), router, store).await?;
+            self.platforms.push(handle);
         }
-    };
-    let mut platforms = Vec::new();
-    if let Some(token) = config
-        .telegram
-        .token
-        .as_ref()
-        .filter(|_| config.telegram.enabled)
-    {
-        let started = platform::telegram::start(
-            &config.telegram,
-            token.expose(),
-            app.router().clone(),
-            app.store().clone(),
-        )
-        .await;
-        match started {
-            Ok(telegram) => platforms.push(telegram),
-            Err(error) => {
-                server.stop().await;
-                app.shutdown(grace).await;
-                return Err(StartError::Platform(error.to_string()));
-            }
+        if let Some(token) = discord.token.as_ref().filter(|_| discord.enabled) {
+            let router = app.router().clone();
+            let handle = platform::discord::start(discord, token.expose(), router).await?;
+            self.platforms.push(handle);
         }
+        if self.platforms.is_empty() {
+            info!(
+                "no chat platform is enabled; serving nothing until one is (see config.example.toml)"
+            );
+        }
+        Ok(())
     }
-    if let Some(token) = config
-        .discord
-        .token
-        .as_ref()
-        .filter(|_| config.discord.enabled)
-    {
-        match platform::discord::start(&config.discord, token.expose(), app.router().clone()).await
-        {
-            Ok(discord) => platforms.push(discord),
-            Err(error) => {
-                for mut platform in platforms {
-                    platform.stop_intake().await;
-                }
-                server.stop().await;
-                app.shutdown(grace).await;
-                return Err(StartError::Platform(error.to_string()));
-            }
+
+    async fn stop(mut self, app: App, grace: Duration) {
+        for platform in &mut self.platforms {
+            platform.stop_intake().await;
+        }
+        app.shutdown(Some(grace)).await;
+        for platform in self.platforms {
+            platform.finish_delivery().await;
+        }
+        if let Some(server) = self.server {
+            server.stop().await;
         }
     }
-    if platforms.is_empty() {
-        info!(
-            "no chat platform is enabled; serving nothing until one is (see config.example.toml)"
-        );
-    }
-    shutdown.await;
-    info!("shutting down");
-    for platform in &mut platforms {
-        platform.stop_intake().await;
-    }
-    app.shutdown(grace).await;
-    for platform in platforms {
-        platform.finish_delivery().await;
-    }
-    server.stop().await;
-    Ok(())
 }

@@ -86,9 +86,9 @@ fn fail(message: String) -> ExitCode {
 async fn console(config: &Config, chat: &str) -> Result<(), String> {
     let app = App::start(config).await.map_err(|e| e.to_string())?;
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-    platform::console::run(app, chat, stdin, tokio::io::stdout())
-        .await
-        .map_err(|e| format!("console I/O failed: {e}"))
+    let result = platform::console::run(app.router(), chat, stdin, tokio::io::stdout()).await;
+    app.shutdown(None).await;
+    result.map_err(|e| format!("console I/O failed: {e}"))
 }
 
 async fn check_config(config: &Config) -> Result<(), String> {

@@ -14,7 +14,13 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::App;
+/// What the endpoint reports on: the running gateway.
+pub trait Observed: Clone + Send + Sync + 'static {
+    /// `Err` names what is down.
+    fn health(&self) -> impl Future<Output = Result<(), String>> + Send;
+    /// The metrics in Prometheus' text format.
+    fn metrics(&self) -> impl Future<Output = String> + Send;
+}
 
 /// The endpoint while it runs.
 pub struct Server {
@@ -23,13 +29,13 @@ pub struct Server {
 }
 
 impl Server {
-    pub async fn start(listen: SocketAddr, app: App) -> std::io::Result<Self> {
+    pub async fn start<O: Observed>(listen: SocketAddr, observed: O) -> std::io::Result<Self> {
         let listener = TcpListener::bind(listen).await?;
         info!(address = %listener.local_addr()?, "health and metrics endpoint listening");
         let routes = Router::new()
-            .route("/healthz", get(healthz))
-            .route("/metrics", get(metrics))
-            .with_state(app);
+            .route("/healthz", get(healthz::<O>))
+            .route("/metrics", get(metrics::<O>))
+            .with_state(observed);
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let shutdown = async move {
@@ -51,8 +57,8 @@ impl Server {
     }
 }
 
-async fn healthz(State(app): State<App>) -> impl IntoResponse {
-    match app.health().await {
+async fn healthz<O: Observed>(State(observed): State<O>) -> impl IntoResponse {
+    match observed.health().await {
         Ok(()) => (StatusCode::OK, "ok\n".to_owned()),
         Err(problem) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -61,10 +67,10 @@ async fn healthz(State(app): State<App>) -> impl IntoResponse {
     }
 }
 
-async fn metrics(State(app): State<App>) -> impl IntoResponse {
+async fn metrics<O: Observed>(State(observed): State<O>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics().await,
+        observed.metrics().await,
     )
 }
 

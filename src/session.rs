@@ -9,11 +9,11 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::chat::ChatKey;
-use crate::codex::{AppServer, Codex, CodexError, ThreadEvent, ThreadSettings};
+use crate::codex::{AppServer, Codex, CodexError, ThreadEvent, ThreadSettings, TokenUsage};
 use crate::config::{ApprovalPolicy, CodexConfig, SandboxMode, WorkspaceMode};
-use crate::hygiene::Policy;
+use crate::hygiene::{CompactionOutcome, Policy};
 use crate::metrics::Metrics;
-use crate::store::{ChatRecord, RetireReason, Role, Store, StoreError};
+use crate::store::{ChatRecord, RetireReason, Role, Store, StoreError, Usage};
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
 const SEED_ENTRIES: i64 = 20;
@@ -77,26 +77,6 @@ impl SessionError {
             SessionError::Workspace { .. } => "workspace",
         }
     }
-
-    /// The line the chat sees; details go to the log.
-    pub fn user_message(&self) -> String {
-        match self {
-            SessionError::Codex(CodexError::ProcessExited) => {
-                "Codex restarted; your last request was interrupted - send it again.".into()
-            }
-            SessionError::Codex(CodexError::Spawn { .. }) => {
-                "Codex is not available right now; the operator has been told (see the logs)."
-                    .into()
-            }
-            SessionError::Codex(error) => format!("Codex could not take the request: {error}"),
-            SessionError::Store(_) => {
-                "The gateway's database failed, so nothing was sent to Codex. Try again.".into()
-            }
-            SessionError::Workspace { .. } => {
-                "The working directory for this chat could not be created; see the logs.".into()
-            }
-        }
-    }
 }
 
 /// A thread loaded in a running app-server, with its event stream.
@@ -115,6 +95,12 @@ pub struct StartedTurn {
     /// The stored thread could not be resumed: this turn opened its replacement, which
     /// was given the recent transcript.
     pub replaced: bool,
+}
+
+/// A compaction under way.
+pub struct Compacting {
+    /// Context tokens before it, to tell whether it reduced anything.
+    pub tokens_before: Option<i64>,
 }
 
 pub struct Session {
@@ -175,12 +161,28 @@ impl Session {
         Ok(StartedTurn { turn_id, replaced })
     }
 
-    /// Starts Codex's native compaction of the chat's thread; false when the chat has no
+    /// Records the end of a turn: its reply joins the transcript, its usage is kept.
+    /// Returns the chat's row as it now is.
+    pub async fn finish_turn(
+        &self,
+        reply: Option<&str>,
+        usage: Option<&TokenUsage>,
+    ) -> Result<Option<ChatRecord>, StoreError> {
+        let thread_id = self.thread_id().unwrap_or_default();
+        let usage = usage.map(stored_usage);
+        let store = &self.ctx.store;
+        store
+            .finish_turn(&self.chat, thread_id, reply, usage.as_ref())
+            .await
+    }
+
+    /// Starts Codex's native compaction of the chat's thread; `None` when the chat has no
     /// thread with any history yet.
-    pub async fn start_compaction(&mut self) -> Result<bool, SessionError> {
+    pub async fn start_compaction(&mut self) -> Result<Option<Compacting>, SessionError> {
         let stored = self.ctx.store.chat(&self.chat).await?;
+        let tokens_before = stored.as_ref().and_then(|c| c.last_tokens);
         if self.live.is_none() && stored.and_then(|c| c.thread_id).is_none() {
-            return Ok(false);
+            return Ok(None);
         }
         self.ensure_thread().await?;
         let live = self
@@ -188,10 +190,23 @@ impl Session {
             .as_ref()
             .expect("ensure_thread leaves a live thread");
         if !live.persisted {
-            return Ok(false); // a new thread (its stored one was lost): nothing to compact
+            return Ok(None); // a new thread (its stored one was lost): nothing to compact
         }
         live.server.compact(&live.thread_id).await?;
-        Ok(true)
+        Ok(Some(Compacting { tokens_before }))
+    }
+
+    /// Records how a compaction ended, with the usage it left.
+    pub async fn finish_compaction(
+        &self,
+        usage: Option<&TokenUsage>,
+        outcome: CompactionOutcome,
+    ) -> Result<(), StoreError> {
+        let usage = usage.map(stored_usage);
+        let store = &self.ctx.store;
+        store
+            .finish_compaction(&self.chat, usage.as_ref(), outcome)
+            .await
     }
 
     /// The next event of the live thread; `None` when there is no live thread.
@@ -363,6 +378,14 @@ impl Session {
             approval_policy: settings.approval_policy,
             sandbox: settings.sandbox,
         }
+    }
+}
+
+fn stored_usage(usage: &TokenUsage) -> Usage {
+    Usage {
+        last_tokens: usage.last.total_tokens,
+        total_tokens: usage.total.total_tokens,
+        context_window: usage.model_context_window,
     }
 }
 

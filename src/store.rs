@@ -8,7 +8,6 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use tracing::instrument;
 
 use crate::chat::{ChatKey, Platform};
-use crate::codex::TokenUsage;
 use crate::hygiene::{CompactionOutcome, LastCompaction};
 
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +70,16 @@ impl RetireReason {
             RetireReason::RolloutMissing => "rollout_missing",
         }
     }
+}
+
+/// Token usage of a chat's thread, as the latest turn left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens in the context after the latest turn.
+    pub last_tokens: i64,
+    /// Tokens the thread has used in all.
+    pub total_tokens: i64,
+    pub context_window: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,15 +152,8 @@ impl Store {
 
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn chat(&self, chat: &ChatKey) -> Result<Option<ChatRecord>, StoreError> {
-        let row = sqlx::query_as::<_, ChatRecord>(
-            "SELECT thread_id, cwd, turns, last_tokens, total_tokens, context_window,
-                    last_compaction, last_compaction_turn
-             FROM chats WHERE chat_key = ?",
-        )
-        .bind(chat.to_string())
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row)
+        let mut connection = self.pool.acquire().await?;
+        select_chat(&mut connection, chat).await
     }
 
     /// Makes `thread_id` the chat's thread; a replaced thread moves to the history in
@@ -224,39 +226,33 @@ impl Store {
         Ok(Some(old))
     }
 
-    /// Keeps the latest token usage, counting a user turn when `counts_as_turn`
-    /// (compactions do not).
-    #[instrument(skip_all, fields(chat = %chat))]
-    pub async fn record_turn(
+    /// Records a finished turn in one transaction: the reply joins the transcript, the
+    /// usage is kept and the turn counted. Returns the chat's row as it now is.
+    #[instrument(skip_all, fields(chat = %chat, thread_id))]
+    pub async fn finish_turn(
         &self,
         chat: &ChatKey,
-        usage: Option<&TokenUsage>,
-        counts_as_turn: bool,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE chats SET turns = turns + ?6,
-                last_tokens = COALESCE(?1, last_tokens),
-                total_tokens = COALESCE(?2, total_tokens),
-                context_window = COALESCE(?3, context_window),
-                updated_at = ?4
-             WHERE chat_key = ?5",
-        )
-        .bind(usage.map(|u| u.last.total_tokens))
-        .bind(usage.map(|u| u.total.total_tokens))
-        .bind(usage.and_then(|u| u.model_context_window))
-        .bind(now())
-        .bind(chat.to_string())
-        .bind(i64::from(counts_as_turn))
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        thread_id: &str,
+        reply: Option<&str>,
+        usage: Option<&Usage>,
+    ) -> Result<Option<ChatRecord>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(reply) = reply {
+            insert_transcript(&mut tx, chat, thread_id, Role::Assistant, reply).await?;
+        }
+        update_usage(&mut tx, chat, usage, true).await?;
+        let row = select_chat(&mut tx, chat).await?;
+        tx.commit().await?;
+        Ok(row)
     }
 
-    /// Keeps the outcome of a compaction the gateway ran, for hygiene's back-off.
+    /// Records a compaction the gateway ran (for hygiene's back-off) and the usage it
+    /// left, in one transaction; a compaction is not a turn.
     #[instrument(skip_all, fields(chat = %chat))]
-    pub async fn record_compaction(
+    pub async fn finish_compaction(
         &self,
         chat: &ChatKey,
+        usage: Option<&Usage>,
         outcome: CompactionOutcome,
     ) -> Result<(), StoreError> {
         let outcome = match outcome {
@@ -264,6 +260,8 @@ impl Store {
             CompactionOutcome::NoOp => "noop",
             CompactionOutcome::Failed => "failed",
         };
+        let mut tx = self.pool.begin().await?;
+        update_usage(&mut tx, chat, usage, false).await?;
         sqlx::query(
             "UPDATE chats SET last_compaction = ?, last_compaction_turn = turns, updated_at = ?
              WHERE chat_key = ?",
@@ -271,8 +269,9 @@ impl Store {
         .bind(outcome)
         .bind(now())
         .bind(chat.to_string())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -284,17 +283,8 @@ impl Store {
         role: Role,
         text: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO transcript (chat_key, thread_id, role, text, at) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(chat.to_string())
-        .bind(thread_id)
-        .bind(role.as_str())
-        .bind(text)
-        .bind(now())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let mut connection = self.pool.acquire().await?;
+        insert_transcript(&mut connection, chat, thread_id, role, text).await
     }
 
     /// The last `limit` transcript entries of the chat's current conversation
@@ -384,6 +374,67 @@ impl Store {
     }
 }
 
+async fn select_chat(
+    connection: &mut sqlx::SqliteConnection,
+    chat: &ChatKey,
+) -> Result<Option<ChatRecord>, StoreError> {
+    let row = sqlx::query_as::<_, ChatRecord>(
+        "SELECT thread_id, cwd, turns, last_tokens, total_tokens, context_window,
+                last_compaction, last_compaction_turn
+         FROM chats WHERE chat_key = ?",
+    )
+    .bind(chat.to_string())
+    .fetch_optional(connection)
+    .await?;
+    Ok(row)
+}
+
+/// Keeps the latest token usage, counting a user turn when `counts_as_turn`.
+async fn update_usage(
+    connection: &mut sqlx::SqliteConnection,
+    chat: &ChatKey,
+    usage: Option<&Usage>,
+    counts_as_turn: bool,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "UPDATE chats SET turns = turns + ?6,
+            last_tokens = COALESCE(?1, last_tokens),
+            total_tokens = COALESCE(?2, total_tokens),
+            context_window = COALESCE(?3, context_window),
+            updated_at = ?4
+         WHERE chat_key = ?5",
+    )
+    .bind(usage.map(|u| u.last_tokens))
+    .bind(usage.map(|u| u.total_tokens))
+    .bind(usage.and_then(|u| u.context_window))
+    .bind(now())
+    .bind(chat.to_string())
+    .bind(i64::from(counts_as_turn))
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
+async fn insert_transcript(
+    connection: &mut sqlx::SqliteConnection,
+    chat: &ChatKey,
+    thread_id: &str,
+    role: Role,
+    text: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO transcript (chat_key, thread_id, role, text, at) VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(chat.to_string())
+    .bind(thread_id)
+    .bind(role.as_str())
+    .bind(text)
+    .bind(now())
+    .execute(connection)
+    .await?;
+    Ok(())
+}
+
 async fn insert_history(
     tx: &mut sqlx::SqliteConnection,
     key: &str,
@@ -406,7 +457,6 @@ async fn insert_history(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codex::TokenCounts;
 
     async fn fresh() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -426,7 +476,7 @@ mod tests {
         let chat = key("a");
         assert_eq!(store.chat(&chat).await.unwrap(), None);
         store.set_thread(&chat, "/w/a", "t1", None).await.unwrap();
-        store.record_turn(&chat, None, true).await.unwrap();
+        store.finish_turn(&chat, "t", None, None).await.unwrap();
         store.close().await;
 
         let store = Store::open(&dir.path().join("nested/gateway.db"))
@@ -462,7 +512,7 @@ mod tests {
         let (_dir, store) = fresh().await;
         let chat = key("b");
         store.set_thread(&chat, "/w", "t1", None).await.unwrap();
-        store.record_turn(&chat, None, true).await.unwrap();
+        store.finish_turn(&chat, "t", None, None).await.unwrap();
         store
             .set_thread(
                 &chat,
@@ -485,17 +535,17 @@ mod tests {
         let (_dir, store) = fresh().await;
         let chat = key("c");
         store.set_thread(&chat, "/w", "t1", None).await.unwrap();
-        store.record_turn(&chat, None, true).await.unwrap();
+        store.finish_turn(&chat, "t", None, None).await.unwrap();
         assert_eq!(
             store.chat(&chat).await.unwrap().unwrap().last_compaction(),
             None
         );
         store
-            .record_compaction(&chat, CompactionOutcome::NoOp)
+            .finish_compaction(&chat, None, CompactionOutcome::NoOp)
             .await
             .unwrap();
-        store.record_turn(&chat, None, true).await.unwrap();
-        store.record_turn(&chat, None, true).await.unwrap();
+        store.finish_turn(&chat, "t", None, None).await.unwrap();
+        store.finish_turn(&chat, "t", None, None).await.unwrap();
         assert_eq!(
             store.chat(&chat).await.unwrap().unwrap().last_compaction(),
             Some(LastCompaction {
@@ -526,22 +576,27 @@ mod tests {
         let (a, b) = (key("a"), key("b"));
         store.set_thread(&a, "/w", "ta", None).await.unwrap();
         store.set_thread(&b, "/w", "tb", None).await.unwrap();
-        let usage = TokenUsage {
-            total: TokenCounts {
-                input_tokens: 90,
-                output_tokens: 10,
-                total_tokens: 100,
-            },
-            last: TokenCounts {
-                input_tokens: 40,
-                output_tokens: 2,
-                total_tokens: 42,
-            },
-            model_context_window: Some(1000),
+        let usage = Usage {
+            last_tokens: 42,
+            total_tokens: 100,
+            context_window: Some(1000),
         };
-        store.record_turn(&a, Some(&usage), true).await.unwrap();
-        store.record_turn(&a, None, false).await.unwrap();
+        let returned = store.finish_turn(&a, "ta", Some("answer"), Some(&usage));
+        let returned = returned.await.unwrap();
+        store
+            .finish_compaction(&a, None, CompactionOutcome::NoOp)
+            .await
+            .unwrap();
         let row = store.chat(&a).await.unwrap().unwrap();
+        assert_eq!(
+            returned.unwrap().last_tokens,
+            Some(42),
+            "the row as written"
+        );
+        assert_eq!(
+            store.recent_transcript(&a, 5).await.unwrap(),
+            vec![(Role::Assistant, "answer".to_owned())]
+        );
         assert_eq!(
             (
                 row.turns,

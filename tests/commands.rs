@@ -3,8 +3,7 @@
 
 mod support;
 
-use codex_gateway::chat::OutboundKind;
-use codex_gateway::codex::ApprovalDecision;
+use codex_gateway::chat::{Decision, OutboundKind};
 use codex_gateway::config::ApprovalPolicy;
 use support::{Chat, TestEnv, stored_thread};
 
@@ -113,7 +112,6 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
     let prompt = chat.approval().await;
     assert!(
         prompt
-            .request
             .command
             .as_deref()
             .unwrap_or_default()
@@ -121,7 +119,7 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
     );
     assert!(
         app.router()
-            .decide_approval(&chat.key, prompt.id, ApprovalDecision::Accept)
+            .decide_approval(prompt.id, Decision::Accept)
             .await
     );
     chat.reply().await;
@@ -132,7 +130,7 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
     // A second answer to the same prompt changes nothing.
     assert!(
         !app.router()
-            .decide_approval(&chat.key, prompt.id, ApprovalDecision::Decline)
+            .decide_approval(prompt.id, Decision::Decline)
             .await
     );
 
@@ -140,7 +138,7 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
     let prompt = chat.approval().await;
     assert!(
         app.router()
-            .decide_approval(&chat.key, prompt.id, ApprovalDecision::Decline)
+            .decide_approval(prompt.id, Decision::Decline)
             .await
     );
     chat.reply().await;

@@ -8,7 +8,7 @@ mod supervisor;
 pub use error::CodexError;
 pub use process::{AppServer, ApprovalResponder, SpawnSpec, ThreadEvent};
 pub use protocol::{
-    ApprovalDecision, ApprovalKind, ApprovalRequest, Item, Notification, ThreadSettings,
-    TokenCounts, TokenUsage, TurnStatus,
+    ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item, Notification,
+    SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };
 pub use supervisor::Codex;

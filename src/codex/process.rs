@@ -30,6 +30,9 @@ pub struct SpawnSpec {
     /// Passed as `-c key=value`.
     pub overrides: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// Variables of ours whose names start with one of these are not passed on (the
+    /// gateway's own settings).
+    pub withheld_env_prefixes: Vec<String>,
     /// Values that must never reach the child's environment (the gateway's tokens).
     pub secrets: Vec<String>,
     pub request_timeout: Duration,
@@ -326,13 +329,14 @@ fn child_env(
     spec: &SpawnSpec,
 ) -> Vec<(OsString, OsString)> {
     let is_secret = |value: &OsString| spec.secrets.iter().any(|s| value.to_str() == Some(s));
+    let is_withheld = |name: &OsString| {
+        let name = name.to_string_lossy();
+        spec.withheld_env_prefixes
+            .iter()
+            .any(|prefix| name.starts_with(prefix.as_str()))
+    };
     let mut env: Vec<_> = inherited
-        .filter(|(name, value)| {
-            !name
-                .to_string_lossy()
-                .starts_with(crate::config::ENV_PREFIX)
-                && !is_secret(value)
-        })
+        .filter(|(name, value)| !is_withheld(name) && !is_secret(value))
         .collect();
     if let Some(home) = &spec.home {
         env.push(("CODEX_HOME".into(), home.into()));
@@ -477,6 +481,7 @@ mod tests {
             home: Some("/data/codex".into()),
             overrides: vec![],
             env: BTreeMap::from([("EXTRA".into(), "1".into())]),
+            withheld_env_prefixes: vec!["CODEX_GATEWAY".into()],
             secrets: vec!["tg-secret".into()],
             request_timeout: Duration::from_secs(1),
         };

@@ -3,7 +3,23 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::{ApprovalPolicy, SandboxMode};
+/// When Codex asks a person before it acts (`approvalPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    Never,
+    OnRequest,
+    Untrusted,
+}
+
+/// What Codex's commands may touch (`sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
 
 /// Settings a thread is started or resumed with.
 #[derive(Debug, Clone, Serialize)]

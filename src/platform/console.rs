@@ -4,13 +4,13 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use crate::App;
 use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
+use crate::router::Router;
 
 /// Feeds `input` line by line into the chat `name` and prints what comes back. At end of
-/// input it waits for the queued turns to finish, shuts the app down, and returns.
+/// input it waits for the queued turns to finish (the router is shut down) and returns.
 pub async fn run(
-    app: App,
+    router: &Router,
     name: &str,
     input: impl AsyncBufRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
@@ -18,15 +18,15 @@ pub async fn run(
     let chat = ChatKey::new(Platform::Console, name);
     let (outbox, answers) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_answers(answers, output));
-    let result = read_messages(&app, &chat, input, &outbox).await;
-    app.shutdown(None).await;
+    let result = read_messages(router, &chat, input, &outbox).await;
+    router.shutdown(None).await;
     drop(outbox);
     printer.await.expect("printer task")?;
     result
 }
 
 async fn read_messages(
-    app: &App,
+    router: &Router,
     chat: &ChatKey,
     mut input: impl AsyncBufRead + Unpin,
     outbox: &mpsc::UnboundedSender<Outbound>,
@@ -52,11 +52,12 @@ async fn read_messages(
                 continue;
             }
         };
-        app.router().dispatch(Inbound {
+        router.dispatch(Inbound {
             chat: chat.clone(),
             user: user.clone(),
             text,
             reply_to: outbox.clone(),
+            answer_slot: None,
             can_approve: false,
         });
     }
@@ -71,7 +72,9 @@ async fn print_answers(
         let text = match answer.kind {
             OutboundKind::Reply(text) => format!("{text}\n"),
             OutboundKind::Progress(text) => format!("  ... {text}\n"),
-            OutboundKind::Notice(text) => format!("[gateway] {text}\n"),
+            OutboundKind::Notice(text) | OutboundKind::Answer { text, .. } => {
+                format!("[gateway] {text}\n")
+            }
             // The console prints whole replies; it cannot approve (can_approve is false).
             OutboundKind::Partial(_) | OutboundKind::Working(_) | OutboundKind::Approval(_) => {
                 continue;

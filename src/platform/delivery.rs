@@ -3,15 +3,14 @@
 //! text replaces it exactly, split at the platform's limit with code fences balanced.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::chat::{ApprovalPrompt, ChatKey, Outbound, OutboundKind};
-use crate::codex::{ApprovalDecision, ApprovalKind};
+use super::approvals::prompt_text;
+use crate::chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
 use crate::{deadline, render};
 
 /// One chat on one platform, as the worker needs it.
@@ -32,7 +31,7 @@ pub trait Sink: Send + Sync + 'static {
     fn typing(&self) -> impl Future<Output = ()> + Send;
     /// Shows an approval prompt with the four decisions as buttons.
     fn ask(&self, text: &str, prompt: &ApprovalPrompt) -> impl Future<Output = ()> + Send;
-    /// A gateway notice; platforms with a pending command reply may answer there instead.
+    /// A gateway notice.
     fn notice(&self, text: &str) -> impl Future<Output = ()> + Send {
         async move {
             for piece in render::split(text, Self::LIMIT, Self::units) {
@@ -40,16 +39,10 @@ pub trait Sink: Send + Sync + 'static {
             }
         }
     }
-}
-
-/// Which chat each approval prompt was shown in, so a button press finds its chat.
-#[derive(Clone, Default)]
-pub struct PromptOwners(Arc<Mutex<HashMap<u64, ChatKey>>>);
-
-impl PromptOwners {
-    /// The prompt's chat, once: a prompt is decided at most once.
-    pub fn take(&self, id: u64) -> Option<ChatKey> {
-        self.0.lock().expect("lock").remove(&id)
+    /// A notice that answers one message at its answer slot; by default a notice.
+    fn answer(&self, slot: AnswerSlot, text: &str) -> impl Future<Output = ()> + Send {
+        let _ = slot;
+        self.notice(text)
     }
 }
 
@@ -59,19 +52,11 @@ impl PromptOwners {
 pub async fn run<S: Sink>(
     mut answers: mpsc::UnboundedReceiver<Outbound>,
     interval: Duration,
-    owners: PromptOwners,
     mut sink_for: impl FnMut(&ChatKey) -> Option<S>,
 ) {
     let mut workers: HashMap<ChatKey, mpsc::UnboundedSender<OutboundKind>> = HashMap::new();
     let mut tasks = Vec::new();
     while let Some(Outbound { chat, kind }) = answers.recv().await {
-        if let OutboundKind::Approval(prompt) = &kind {
-            owners
-                .0
-                .lock()
-                .expect("lock")
-                .insert(prompt.id, chat.clone());
-        }
         let sink = sink_for(&chat);
         let worker = match workers.get(&chat) {
             Some(worker) => worker,
@@ -162,6 +147,7 @@ impl<S: Sink> Worker<S> {
             },
             OutboundKind::Reply(text) => self.finish_reply(&text).await,
             OutboundKind::Notice(text) => self.sink.notice(&text).await,
+            OutboundKind::Answer { slot, text } => self.sink.answer(slot, &text).await,
             OutboundKind::Approval(prompt) => {
                 self.sink
                     .ask(&preview::<S>(&prompt_text(&prompt)), &prompt)
@@ -215,82 +201,5 @@ fn preview<S: Sink>(text: &str) -> String {
         format!("{first} …")
     } else {
         first
-    }
-}
-
-fn prompt_text(prompt: &ApprovalPrompt) -> String {
-    let request = &prompt.request;
-    let mut text = match request.kind {
-        ApprovalKind::Command => "Codex asks to run a command",
-        ApprovalKind::FileChange => "Codex asks to change files",
-    }
-    .to_owned();
-    if let Some(command) = &request.command {
-        text.push_str(&format!(":\n{command}"));
-    }
-    if let Some(cwd) = &request.cwd {
-        text.push_str(&format!("\nin {cwd}"));
-    }
-    if let Some(reason) = &request.reason {
-        text.push_str(&format!("\nReason: {reason}"));
-    }
-    text
-}
-
-/// The four choices of an approval prompt, in button order.
-pub const DECISIONS: [ApprovalDecision; 4] = [
-    ApprovalDecision::Accept,
-    ApprovalDecision::AcceptForSession,
-    ApprovalDecision::Decline,
-    ApprovalDecision::Cancel,
-];
-
-pub fn decision_label(decision: ApprovalDecision) -> &'static str {
-    match decision {
-        ApprovalDecision::Accept => "Accept",
-        ApprovalDecision::AcceptForSession => "Accept for session",
-        ApprovalDecision::Decline => "Decline",
-        ApprovalDecision::Cancel => "Cancel",
-    }
-}
-
-/// Button data of an approval decision: `ap:<id>:<decision>` (fits Telegram's 64 bytes
-/// and Discord's 100-character custom ids).
-pub fn approval_data(id: u64, decision: ApprovalDecision) -> String {
-    let code = match decision {
-        ApprovalDecision::Accept => 'a',
-        ApprovalDecision::AcceptForSession => 's',
-        ApprovalDecision::Decline => 'd',
-        ApprovalDecision::Cancel => 'c',
-    };
-    format!("ap:{id}:{code}")
-}
-
-pub fn parse_approval_data(data: &str) -> Option<(u64, ApprovalDecision)> {
-    let rest = data.strip_prefix("ap:")?;
-    let (id, code) = rest.split_once(':')?;
-    let decision = match code {
-        "a" => ApprovalDecision::Accept,
-        "s" => ApprovalDecision::AcceptForSession,
-        "d" => ApprovalDecision::Decline,
-        "c" => ApprovalDecision::Cancel,
-        _ => return None,
-    };
-    Some((id.parse().ok()?, decision))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn approval_data_round_trips() {
-        for decision in DECISIONS {
-            let data = approval_data(u64::MAX, decision);
-            assert!(data.len() <= 64);
-            assert_eq!(parse_approval_data(&data), Some((u64::MAX, decision)));
-        }
-        assert_eq!(parse_approval_data("ap:1:x"), None);
-        assert_eq!(parse_approval_data("other"), None);
     }
 }

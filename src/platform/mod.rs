@@ -1,8 +1,10 @@
 //! Chat platforms: each turns its events into `Inbound` and delivers `Outbound`.
 
+pub mod approvals;
 pub mod console;
 pub mod delivery;
 pub mod discord;
+pub mod retry;
 pub mod telegram;
 
 use tokio::sync::watch;

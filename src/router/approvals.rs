@@ -2,33 +2,53 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::time::{Duration, Instant};
 
+use crate::chat::{ChatKey, Decision};
 use crate::codex::{ApprovalDecision, ApprovalResponder};
 
 /// Ids are unique across chats, so a button press names exactly one request.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-#[derive(Default)]
+/// Which chat holds each pending request: the router finds the chat of a button press here.
+pub(super) type ApprovalIndex = Arc<Mutex<HashMap<u64, ChatKey>>>;
+
+/// One chat's pending requests.
 pub(super) struct PendingApprovals {
+    chat: ChatKey,
+    index: ApprovalIndex,
     pending: HashMap<u64, (ApprovalResponder, Instant)>,
 }
 
 impl PendingApprovals {
+    pub(super) fn new(chat: ChatKey, index: ApprovalIndex) -> Self {
+        Self {
+            chat,
+            index,
+            pending: HashMap::new(),
+        }
+    }
+
     /// Holds the request until answered or `timeout` passes; returns its id.
     pub(super) fn add(&mut self, responder: ApprovalResponder, timeout: Duration) -> u64 {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         self.pending
             .insert(id, (responder, Instant::now() + timeout));
+        self.index
+            .lock()
+            .expect("lock")
+            .insert(id, self.chat.clone());
         id
     }
 
     /// Answers Codex; false if the request is no longer pending.
-    pub(super) fn answer(&mut self, id: u64, decision: ApprovalDecision) -> bool {
+    pub(super) fn answer(&mut self, id: u64, decision: Decision) -> bool {
+        self.index.lock().expect("lock").remove(&id);
         match self.pending.remove(&id) {
             Some((responder, _)) => {
-                responder.answer(decision);
+                responder.answer(codex_decision(decision));
                 true
             }
             None => false,
@@ -48,13 +68,33 @@ impl PendingApprovals {
             .map(|(id, _)| *id)
             .collect();
         for id in &expired {
-            self.answer(*id, ApprovalDecision::Decline);
+            self.answer(*id, Decision::Decline);
         }
         expired
     }
 
     /// Drops every request (declining it): the turn they belonged to is over.
     pub(super) fn clear(&mut self) {
+        let mut index = self.index.lock().expect("lock");
+        for id in self.pending.keys() {
+            index.remove(id);
+        }
         self.pending.clear();
+    }
+}
+
+impl Drop for PendingApprovals {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// A person's decision as Codex takes it.
+pub(super) fn codex_decision(decision: Decision) -> ApprovalDecision {
+    match decision {
+        Decision::Accept => ApprovalDecision::Accept,
+        Decision::AcceptForSession => ApprovalDecision::AcceptForSession,
+        Decision::Decline => ApprovalDecision::Decline,
+        Decision::Cancel => ApprovalDecision::Cancel,
     }
 }

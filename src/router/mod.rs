@@ -5,6 +5,9 @@
 mod actor;
 mod approvals;
 pub mod command;
+mod replies;
+mod texts;
+mod turn;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -13,11 +16,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::info;
 
-use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind};
-use crate::codex::ApprovalDecision;
+use crate::chat::{ChatKey, Decision, Inbound, Outbound, OutboundKind};
 use crate::hygiene::{self, Action, Observation};
 use crate::session::Context;
-use actor::{Actor, ActorMsg};
+use actor::{Actor, ActorMsg, ActorParts};
+use approvals::ApprovalIndex;
 
 #[derive(Clone)]
 pub struct Router {
@@ -30,6 +33,8 @@ struct Inner {
     actors: Mutex<Actors>,
     /// Raised when shutdown's grace period is over.
     abort: watch::Sender<bool>,
+    /// The chat of every pending approval request.
+    approvals: ApprovalIndex,
 }
 
 #[derive(Default)]
@@ -76,6 +81,7 @@ impl Router {
                 max_live: max_live.max(1),
                 actors: Mutex::new(Actors::default()),
                 abort: watch::Sender::new(false),
+                approvals: ApprovalIndex::default(),
             }),
         };
         if let Some(limit) = idle_limit {
@@ -92,9 +98,7 @@ impl Router {
         if actors.closed {
             let _ = inbound.reply_to.send(Outbound {
                 chat,
-                kind: OutboundKind::Notice(
-                    "The gateway is shutting down; please send that again in a minute.".into(),
-                ),
+                kind: OutboundKind::Notice(texts::SHUTTING_DOWN.into()),
             });
             return;
         }
@@ -111,14 +115,14 @@ impl Router {
         let (mailbox, receiver) = mpsc::unbounded_channel();
         let (alive, done) = watch::channel(());
         let last_active = Arc::new(Mutex::new(Instant::now()));
-        let actor = Actor::new(
-            chat.clone(),
-            self.inner.ctx.clone(),
-            receiver,
+        let parts = ActorParts {
+            mailbox: receiver,
             alive,
-            last_active.clone(),
-            self.inner.abort.subscribe(),
-        );
+            last_active: last_active.clone(),
+            abort: self.inner.abort.subscribe(),
+            approvals: self.inner.approvals.clone(),
+        };
+        let actor = Actor::new(chat.clone(), self.inner.ctx.clone(), parts);
         tokio::spawn(actor.run(predecessor));
         let _ = mailbox.send(message);
         actors.active.insert(
@@ -152,18 +156,16 @@ impl Router {
         }
     }
 
-    /// A person's answer to approval prompt `id` of `chat`. Returns false when the
-    /// request is no longer pending (answered, timed out, or its turn ended).
-    pub async fn decide_approval(
-        &self,
-        chat: &ChatKey,
-        id: u64,
-        decision: ApprovalDecision,
-    ) -> bool {
+    /// A person's answer to approval prompt `id`. Returns false when the request is no
+    /// longer pending (answered, timed out, or its turn ended).
+    pub async fn decide_approval(&self, id: u64, decision: Decision) -> bool {
+        let Some(chat) = self.inner.approvals.lock().expect("lock").get(&id).cloned() else {
+            return false;
+        };
         let (done, answered) = oneshot::channel();
         {
             let actors = self.inner.actors.lock().expect("lock");
-            let Some(handle) = actors.active.get(chat) else {
+            let Some(handle) = actors.active.get(&chat) else {
                 return false;
             };
             if handle

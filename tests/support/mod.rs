@@ -226,6 +226,7 @@ impl Chat {
             user: "tester".into(),
             text: text.into(),
             reply_to: self.outbox.clone(),
+            answer_slot: None,
             can_approve: self.can_approve,
         });
     }

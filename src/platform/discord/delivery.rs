@@ -9,20 +9,17 @@ use serenity::all::{
     EditMessage, MessageId,
 };
 use serenity::http::Http;
-use tracing::warn;
 
-use super::Shared;
-use crate::chat::{ApprovalPrompt, ChatKey};
-use crate::codex::ApprovalDecision;
-use crate::platform::delivery::{self, DECISIONS, Sink};
+use super::PendingCommands;
+use crate::chat::{AnswerSlot, ApprovalPrompt, Decision};
+use crate::platform::approvals::button_data;
+use crate::platform::delivery::Sink;
+use crate::platform::retry::{self, Failure};
 use crate::render;
 
-/// Tries of one REST call that hit a 429 or a server error.
-const ATTEMPTS: u32 = 4;
-
 pub(super) struct DiscordChat {
-    pub(super) shared: Arc<Shared>,
-    pub(super) chat: ChatKey,
+    pub(super) http: Arc<Http>,
+    pub(super) commands: Arc<PendingCommands>,
     pub(super) channel: ChannelId,
 }
 
@@ -36,13 +33,7 @@ impl Sink for DiscordChat {
     }
 
     async fn send(&self, text: &str) -> Option<MessageId> {
-        let http = self.shared.http();
-        call(|| {
-            self.channel
-                .send_message(http, CreateMessage::new().content(text))
-        })
-        .await
-        .map(|m| m.id)
+        send_plain(&self.http, self.channel, text).await
     }
 
     async fn send_reply(&self, markdown: &str) {
@@ -50,7 +41,7 @@ impl Sink for DiscordChat {
     }
 
     async fn edit(&self, id: MessageId, text: &str) {
-        let http = self.shared.http();
+        let http = &self.http;
         call(|| {
             self.channel
                 .edit_message(http, id, EditMessage::new().content(text))
@@ -63,84 +54,68 @@ impl Sink for DiscordChat {
     }
 
     async fn typing(&self) {
-        call(|| self.channel.broadcast_typing(self.shared.http())).await;
+        call(|| self.channel.broadcast_typing(&self.http)).await;
     }
 
     async fn ask(&self, text: &str, prompt: &ApprovalPrompt) {
-        let buttons = DECISIONS
+        let buttons = Decision::ALL
             .map(|decision| {
                 let style = match decision {
-                    ApprovalDecision::Accept | ApprovalDecision::AcceptForSession => {
-                        ButtonStyle::Success
-                    }
-                    ApprovalDecision::Decline => ButtonStyle::Danger,
-                    ApprovalDecision::Cancel => ButtonStyle::Secondary,
+                    Decision::Accept | Decision::AcceptForSession => ButtonStyle::Success,
+                    Decision::Decline => ButtonStyle::Danger,
+                    Decision::Cancel => ButtonStyle::Secondary,
                 };
-                CreateButton::new(delivery::approval_data(prompt.id, decision))
-                    .label(delivery::decision_label(decision))
+                CreateButton::new(button_data(prompt.id, decision))
+                    .label(decision.label())
                     .style(style)
             })
             .to_vec();
         let message = CreateMessage::new()
             .content(text)
             .components(vec![CreateActionRow::Buttons(buttons)]);
-        call(|| {
-            self.channel
-                .send_message(self.shared.http(), message.clone())
-        })
-        .await;
+        call(|| self.channel.send_message(&self.http, message.clone())).await;
     }
 
-    /// The answer to a deferred slash command, if one waits; otherwise a message.
-    async fn notice(&self, text: &str) {
-        let waiting = self
-            .shared
-            .commands
-            .lock()
-            .expect("lock")
-            .get_mut(&self.chat)
-            .and_then(|queue| queue.pop_front());
+    /// The answer to a slash command edits its deferred response; once that has expired
+    /// (or is gone), the answer is a message.
+    async fn answer(&self, slot: AnswerSlot, text: &str) {
+        let Some(command) = self.commands.take(slot) else {
+            return self.notice(text).await;
+        };
         let pieces = render::split(text, Self::LIMIT, Self::units);
         let mut pieces = pieces.iter();
-        if let Some(command) = waiting {
-            let first = pieces.next().cloned().unwrap_or_default();
-            let http = self.shared.http();
-            call(|| {
-                command.edit_response(http, EditInteractionResponse::new().content(first.clone()))
-            })
+        let first = pieces.next().cloned().unwrap_or_default();
+        let http = &self.http;
+        call(|| command.edit_response(http, EditInteractionResponse::new().content(first.clone())))
             .await;
-        }
         for piece in pieces {
             self.send(piece).await;
         }
     }
 }
 
-/// Runs a REST call, retrying 429s and server errors. `None` when it failed for good.
+/// Discord's errors under the shared retry policy: 429s and server errors pass.
+fn classify(error: &serenity::Error) -> Failure {
+    let status = match error {
+        serenity::Error::Http(http) => http.status_code().map(|s| s.as_u16()),
+        _ => None,
+    };
+    match status {
+        Some(429 | 500..=599) => Failure::Transient,
+        _ => Failure::Final,
+    }
+}
+
 async fn call<R, F>(request: impl Fn() -> F) -> Option<R>
 where
     F: Future<Output = serenity::Result<R>>,
 {
-    for attempt in 1..=ATTEMPTS {
-        let error = match request().await {
-            Ok(result) => return Some(result),
-            Err(error) => error,
-        };
-        let status = match &error {
-            serenity::Error::Http(http) => http.status_code().map(|s| s.as_u16()),
-            _ => None,
-        };
-        let retry = matches!(status, Some(429 | 500..=599)) && attempt < ATTEMPTS;
-        warn!(%error, attempt, retry, "discord: request failed");
-        if !retry {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
-    }
-    None
+    retry::call("discord", request, classify).await
 }
 
-/// Sends one plain message outside any chat worker (refusals and the like).
-pub(super) async fn send_plain(http: &Http, channel: ChannelId, text: &str) {
-    call(|| channel.send_message(http, CreateMessage::new().content(text))).await;
+/// Sends one plain message (also outside any chat worker: refusals and the like).
+pub(super) async fn send_plain(http: &Http, channel: ChannelId, text: &str) -> Option<MessageId> {
+    call(|| channel.send_message(http, CreateMessage::new().content(text)))
+        .await
+        .map(|m| m.id)
 }

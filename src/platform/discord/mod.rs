@@ -6,10 +6,10 @@
 mod delivery;
 mod inbound;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serenity::all::{
     ChannelId, ChannelType, ClientBuilder, CommandInteraction, ComponentInteraction, Context,
@@ -22,10 +22,10 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{ChatKey, Inbound, Outbox, Platform};
+use super::approvals::{self, Pressed, Presser};
+use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbox, Platform};
 use crate::config::DiscordConfig;
 use crate::platform;
-use crate::platform::delivery::PromptOwners;
 use crate::router::{Router, command};
 
 #[derive(Debug, thiserror::Error)]
@@ -34,10 +34,35 @@ pub enum DiscordError {
     Start(serenity::Error),
 }
 
-/// What the event handler and the delivery share.
-struct Shared {
-    /// Set once the client is built, before any event arrives.
-    http: OnceLock<Arc<Http>>,
+/// Discord lets a bot answer an interaction for 15 minutes.
+const INTERACTION_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+/// Deferred slash commands waiting for their answer, by interaction id.
+#[derive(Default)]
+struct PendingCommands(Mutex<HashMap<u64, (CommandInteraction, Instant)>>);
+
+impl PendingCommands {
+    /// Keeps the command until its answer comes; forgets commands that expired.
+    fn hold(&self, command: CommandInteraction) -> AnswerSlot {
+        let id = command.id.get();
+        let mut pending = self.0.lock().expect("lock");
+        pending.retain(|_, (_, since)| since.elapsed() < INTERACTION_LIFETIME);
+        pending.insert(id, (command, Instant::now()));
+        AnswerSlot(id)
+    }
+
+    fn take(&self, slot: AnswerSlot) -> Option<CommandInteraction> {
+        let (command, since) = self.0.lock().expect("lock").remove(&slot.0)?;
+        (since.elapsed() < INTERACTION_LIFETIME).then_some(command)
+    }
+}
+
+/// Thread -> parent channel, learned once per thread.
+#[derive(Default)]
+struct ThreadParents(Mutex<HashMap<ChannelId, Option<ChannelId>>>);
+
+/// What the event handler needs: who may talk, where messages go, what it learned.
+struct Intake {
     config: DiscordConfig,
     router: Router,
     /// Taken when the intake stops, so delivery ends once the router has drained.
@@ -45,12 +70,8 @@ struct Shared {
     bot_id: AtomicU64,
     /// Set when the intake stops: later events are ignored.
     stopped: AtomicBool,
-    /// Approval prompt id -> its chat, for the buttons.
-    approvals: PromptOwners,
-    /// Deferred slash commands per chat, answered by the chat's next notice.
-    commands: Mutex<HashMap<ChatKey, VecDeque<CommandInteraction>>>,
-    /// Thread -> parent channel, learned once per thread.
-    parents: Mutex<HashMap<ChannelId, Option<ChannelId>>>,
+    commands: Arc<PendingCommands>,
+    parents: ThreadParents,
 }
 
 /// Checks the token, then connects to the gateway and starts serving.
@@ -75,43 +96,33 @@ pub async fn start(
     let intents = GatewayIntents::GUILD_MESSAGES
         | GatewayIntents::DIRECT_MESSAGES
         | GatewayIntents::MESSAGE_CONTENT;
-    let shared = Arc::new(Shared {
-        http: OnceLock::new(),
+    let commands = Arc::new(PendingCommands::default());
+    let intake = Arc::new(Intake {
         config: config.clone(),
         router,
         outbox: Mutex::new(Some(outbox)),
         bot_id: AtomicU64::new(me.id.get()),
         stopped: AtomicBool::new(false),
-        approvals: PromptOwners::default(),
-        commands: Mutex::new(HashMap::new()),
-        parents: Mutex::new(HashMap::new()),
+        commands: commands.clone(),
+        parents: ThreadParents::default(),
     });
     let mut client = ClientBuilder::new_with_http(http, intents)
-        .event_handler_arc(Arc::new(Handler(shared.clone())))
+        .event_handler_arc(Arc::new(Handler(intake.clone())))
         .await
         .map_err(DiscordError::Start)?;
-    let _ = shared.http.set(client.http.clone());
 
     let interval = Duration::from_millis(config.edit_interval_ms);
-    let sinks = shared.clone();
-    let owners = shared.approvals.clone();
-    let delivery = tokio::spawn(platform::delivery::run(
-        answers,
-        interval,
-        owners,
-        move |chat| {
-            let channel = ChannelId::new(chat.chat.parse().ok()?);
-            Some(delivery::DiscordChat {
-                shared: sinks.clone(),
-                chat: chat.clone(),
-                channel,
-            })
-        },
-    ));
+    let http = client.http.clone();
+    let delivery = tokio::spawn(platform::delivery::run(answers, interval, move |chat| {
+        Some(delivery::DiscordChat {
+            http: http.clone(),
+            commands: commands.clone(),
+            channel: ChannelId::new(chat.chat.parse().ok()?),
+        })
+    }));
 
     let (stop, mut stopped) = watch::channel(false);
-    let intake_shared = shared.clone();
-    let intake = tokio::spawn(async move {
+    let intake_task = tokio::spawn(async move {
         let shards = client.shard_manager.clone();
         tokio::select! {
             result = client.start() => {
@@ -120,79 +131,80 @@ pub async fn start(
                 }
             }
             _ = stopped.changed() => {
-                intake_shared.stopped.store(true, Ordering::SeqCst);
+                intake.stopped.store(true, Ordering::SeqCst);
                 shards.shutdown_all().await;
             }
         }
-        intake_shared.outbox.lock().expect("lock").take();
+        intake.outbox.lock().expect("lock").take();
     });
-    Ok(PlatformHandle::new("discord", stop, intake, delivery))
+    Ok(PlatformHandle::new("discord", stop, intake_task, delivery))
 }
 
-struct Handler(Arc<Shared>);
+struct Handler(Arc<Intake>);
 
 #[async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, ctx: Context, ready: Ready) {
         self.0.bot_id.store(ready.user.id.get(), Ordering::SeqCst);
-        let commands: Vec<CreateCommand> = command::MENU
-            .iter()
-            .map(|(name, description)| CreateCommand::new(*name).description(*description))
-            .collect();
-        let registered = if self.0.config.guild_ids.is_empty() {
-            serenity::all::Command::set_global_commands(&ctx.http, commands)
-                .await
-                .map(drop)
-        } else {
-            let mut result = Ok(());
-            for guild in &self.0.config.guild_ids {
-                result = result.and(
-                    GuildId::new(*guild)
-                        .set_commands(&ctx.http, commands.clone())
-                        .await
-                        .map(drop),
-                );
-            }
-            result
-        };
-        match registered {
-            Ok(()) => info!("discord: slash commands registered"),
-            Err(error) => warn!(%error, "discord: could not register slash commands"),
-        }
+        register_commands(&ctx.http, &self.0.config.guild_ids).await;
     }
 
-    async fn message(&self, _ctx: Context, message: Message) {
+    async fn message(&self, ctx: Context, message: Message) {
         if message.author.bot || self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
-        self.0.on_message(message).await;
+        self.0.on_message(&ctx.http, message).await;
     }
 
-    async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
+    async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
         if self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
         match interaction {
-            Interaction::Command(command) => self.0.on_command(command).await,
-            Interaction::Component(component) => self.0.on_button(component).await,
+            Interaction::Command(command) => self.0.on_command(&ctx.http, command).await,
+            Interaction::Component(component) => self.0.on_button(&ctx.http, component).await,
             _ => debug!("discord: ignoring an interaction of another kind"),
         }
     }
 }
 
-impl Shared {
-    fn http(&self) -> &Http {
-        self.http.get().expect("http is set before events arrive")
+/// The command menu as slash commands: per guild (shown at once) or global.
+async fn register_commands(http: &Http, guild_ids: &[u64]) {
+    let commands: Vec<CreateCommand> = command::MENU
+        .iter()
+        .map(|(name, description)| CreateCommand::new(*name).description(*description))
+        .collect();
+    let registered = if guild_ids.is_empty() {
+        serenity::all::Command::set_global_commands(http, commands)
+            .await
+            .map(drop)
+    } else {
+        let mut result = Ok(());
+        for guild in guild_ids {
+            result = result.and(
+                GuildId::new(*guild)
+                    .set_commands(http, commands.clone())
+                    .await
+                    .map(drop),
+            );
+        }
+        result
+    };
+    match registered {
+        Ok(()) => info!("discord: slash commands registered"),
+        Err(error) => warn!(%error, "discord: could not register slash commands"),
     }
+}
 
+impl Intake {
     fn bot_id(&self) -> u64 {
         self.bot_id.load(Ordering::SeqCst)
     }
 
-    async fn on_message(&self, message: Message) {
+    async fn on_message(&self, http: &Http, message: Message) {
         let dm = message.guild_id.is_none();
         let mentioned = inbound::mentions(&message.content, self.bot_id());
-        if !dm && !mentioned && !self.is_listed(message.channel_id).await {
+        if !dm && !mentioned && !self.is_listed(http, message.channel_id).await {
             return;
         }
         let user_id = message.author.id.get();
@@ -212,7 +224,7 @@ impl Shared {
                     "Sorry, you are not allowed to use this bot. Your Discord user id is {user_id}; \
                      the bot's owner can add it to discord.allowed_users."
                 );
-                delivery::send_plain(self.http(), message.channel_id, &refusal).await;
+                delivery::send_plain(http, message.channel_id, &refusal).await;
             }
             return;
         }
@@ -223,17 +235,14 @@ impl Shared {
             } else {
                 "I can only read text: please describe the attachment in words."
             };
-            delivery::send_plain(self.http(), message.channel_id, hint).await;
+            delivery::send_plain(http, message.channel_id, hint).await;
             return;
         }
-        self.dispatch(
-            chat_key(message.channel_id),
-            message.author.name.clone(),
-            text,
-        );
+        let chat = chat_key(message.channel_id);
+        self.dispatch(chat, message.author.name.clone(), text, None);
     }
 
-    fn dispatch(&self, chat: ChatKey, user: String, text: String) {
+    fn dispatch(&self, chat: ChatKey, user: String, text: String, slot: Option<AnswerSlot>) {
         let Some(reply_to) = self.outbox.lock().expect("lock").clone() else {
             return; // stopping: the message is not taken
         };
@@ -242,21 +251,22 @@ impl Shared {
             user,
             text,
             reply_to,
+            answer_slot: slot,
             can_approve: true,
         });
     }
 
     /// A listed channel, or a thread whose parent is listed.
-    async fn is_listed(&self, channel: ChannelId) -> bool {
+    async fn is_listed(&self, http: &Http, channel: ChannelId) -> bool {
         let listed = |c: ChannelId| self.config.channels.contains(&c.get());
         if listed(channel) {
             return true;
         }
-        let known = self.parents.lock().expect("lock").get(&channel).copied();
+        let known = self.parents.0.lock().expect("lock").get(&channel).copied();
         let parent = match known {
             Some(parent) => parent,
             None => {
-                let parent = match self.http().get_channel(channel).await {
+                let parent = match http.get_channel(channel).await {
                     Ok(serenity::all::Channel::Guild(c))
                         if matches!(
                             c.kind,
@@ -271,81 +281,50 @@ impl Shared {
                         return false;
                     }
                 };
-                self.parents.lock().expect("lock").insert(channel, parent);
+                self.parents.0.lock().expect("lock").insert(channel, parent);
                 parent
             }
         };
         parent.is_some_and(listed)
     }
 
-    async fn on_command(&self, command: CommandInteraction) {
+    async fn on_command(&self, http: &Http, command: CommandInteraction) {
         let roles = member_roles(command.member.as_deref());
         if !inbound::is_allowed(&self.config, command.user.id.get(), &roles) {
             let refusal = format!(
                 "You (user id {}) are not allowed to use this bot.",
                 command.user.id
             );
-            return respond(command.create_response(self.http(), ephemeral(&refusal))).await;
+            return respond(command.create_response(http, ephemeral(&refusal))).await;
         }
-        // Deferred: the chat's next notice becomes the answer (see delivery).
-        if let Err(error) = command.defer(self.http()).await {
+        // Deferred: the command's answer edits this response (see delivery).
+        if let Err(error) = command.defer(http).await {
             warn!(%error, "discord: could not defer a slash command");
         }
         let chat = chat_key(command.channel_id);
         let text = format!("/{}", command.data.name);
         let user = command.user.name.clone();
-        self.commands
-            .lock()
-            .expect("lock")
-            .entry(chat.clone())
-            .or_default()
-            .push_back(command);
-        self.dispatch(chat, user, text);
+        let slot = self.commands.hold(command);
+        self.dispatch(chat, user, text, Some(slot));
     }
 
     /// An approval button: only allowed users decide; the prompt then shows who decided.
-    async fn on_button(&self, button: ComponentInteraction) {
-        let Some((id, decision)) = platform::delivery::parse_approval_data(&button.data.custom_id)
-        else {
-            let unknown = ephemeral("This button is not known to the bot.");
-            return respond(button.create_response(self.http(), unknown)).await;
-        };
+    async fn on_button(&self, http: &Http, button: ComponentInteraction) {
         let roles = member_roles(button.member.as_ref());
-        let user_id = button.user.id.get();
-        if !inbound::is_allowed(&self.config, user_id, &roles) {
-            warn!(
-                user_id,
-                id, "discord: refused an approval from a user who is not allowed"
-            );
-            let refusal = format!("You (user id {user_id}) are not allowed to decide this.");
-            return respond(button.create_response(self.http(), ephemeral(&refusal))).await;
-        }
-        let chat = self.approvals.take(id);
-        let decided = match &chat {
-            Some(chat) => self.router.decide_approval(chat, id, decision).await,
-            None => false,
+        let presser = Presser {
+            id: button.user.id.get(),
+            name: &button.user.name,
+            allowed: inbound::is_allowed(&self.config, button.user.id.get(), &roles),
         };
-        let verdict = if decided {
-            format!(
-                "{} by {}",
-                platform::delivery::decision_label(decision),
-                button.user.name
-            )
-        } else {
-            "No longer pending (answered, timed out, or the turn ended).".to_owned()
+        let response = match approvals::press(&self.router, &button.data.custom_id, presser).await {
+            Pressed::Unknown(text) | Pressed::Refused(text) => ephemeral(&text),
+            Pressed::Settled(verdict) => CreateInteractionResponse::UpdateMessage(
+                CreateInteractionResponseMessage::new()
+                    .content(format!("{}\n\n{verdict}", button.message.content))
+                    .components(Vec::new()),
+            ),
         };
-        let update = CreateInteractionResponseMessage::new()
-            .content(format!("{}\n\n{verdict}", button.message.content))
-            .components(Vec::new());
-        if let Err(error) = button
-            .create_response(
-                self.http(),
-                CreateInteractionResponse::UpdateMessage(update),
-            )
-            .await
-        {
-            warn!(%error, "discord: could not update the approval prompt");
-        }
+        respond(button.create_response(http, response)).await;
     }
 }
 

@@ -11,15 +11,13 @@ use teloxide::types::{
     ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode,
 };
 use teloxide::{ApiError, RequestError};
-use tracing::warn;
 
 use super::{Shared, Target};
-use crate::chat::ApprovalPrompt;
-use crate::platform::delivery::{self, DECISIONS, Sink};
+use crate::chat::{ApprovalPrompt, Decision};
+use crate::platform::approvals::button_data;
+use crate::platform::delivery::Sink;
+use crate::platform::retry::{self, Failure};
 use crate::render;
-
-/// Tries of one Bot API call that failed for a network reason or a 429.
-const ATTEMPTS: u32 = 4;
 
 pub(super) struct TelegramChat {
     pub(super) shared: Arc<Shared>,
@@ -80,40 +78,31 @@ impl Sink for TelegramChat {
     }
 
     async fn ask(&self, text: &str, prompt: &ApprovalPrompt) {
-        let button = |decision| {
-            InlineKeyboardButton::callback(
-                delivery::decision_label(decision),
-                delivery::approval_data(prompt.id, decision),
-            )
+        let button = |decision: Decision| {
+            InlineKeyboardButton::callback(decision.label(), button_data(prompt.id, decision))
         };
-        let [accept, session, decline, cancel] = DECISIONS.map(button);
+        let [accept, session, decline, cancel] = Decision::ALL.map(button);
         let keyboard = InlineKeyboardMarkup::new([[accept, session], [decline, cancel]]);
         call(|| message(&self.shared, self.target, text).reply_markup(keyboard.clone())).await;
     }
 }
 
-/// Runs a Bot API call, waiting out 429s and retrying network errors. `None` when it
-/// failed for good (logged) or changed nothing ("message is not modified").
+/// The Bot API's errors under the shared retry policy: 429s wait as told, network errors
+/// pass, an edit that changed nothing is no failure.
+fn classify(error: &RequestError) -> Failure {
+    match error {
+        RequestError::RetryAfter(seconds) => Failure::RetryAfter(seconds.duration()),
+        RequestError::Network(_) => Failure::Transient,
+        RequestError::Api(ApiError::MessageNotModified) => Failure::Harmless,
+        _ => Failure::Final,
+    }
+}
+
 async fn call<R, F>(request: impl Fn() -> F) -> Option<R>
 where
     F: std::future::IntoFuture<Output = Result<R, RequestError>>,
 {
-    for attempt in 1..=ATTEMPTS {
-        match request().await {
-            Ok(result) => return Some(result),
-            Err(RequestError::RetryAfter(seconds)) => tokio::time::sleep(seconds.duration()).await,
-            Err(RequestError::Network(error)) if attempt < ATTEMPTS => {
-                warn!(%error, attempt, "telegram: network error; retrying");
-                tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
-            }
-            Err(RequestError::Api(ApiError::MessageNotModified)) => return None,
-            Err(error) => {
-                warn!(%error, "telegram: request failed");
-                return None;
-            }
-        }
-    }
-    None
+    retry::call("telegram", request, classify).await
 }
 
 fn message(shared: &Shared, target: Target, text: &str) -> JsonRequest<SendMessage> {

@@ -23,7 +23,7 @@ use super::PlatformHandle;
 use crate::chat::{ChatKey, Inbound, Outbox, Platform};
 use crate::config::TelegramConfig;
 use crate::platform;
-use crate::platform::delivery::PromptOwners;
+use crate::platform::approvals::{self, Pressed, Presser};
 use crate::router::{Router, command};
 use crate::store::Store;
 use inbound::Origin;
@@ -50,8 +50,6 @@ struct Shared {
     username: String,
     bot_user_id: u64,
     targets: Mutex<HashMap<ChatKey, Target>>,
-    /// Approval prompt id -> its chat, for the buttons.
-    approvals: PromptOwners,
 }
 
 /// Connects to the Bot API, registers the command menu and starts polling.
@@ -92,25 +90,18 @@ pub async fn start(
         username,
         bot_user_id: me.id.0,
         targets: Mutex::new(HashMap::new()),
-        approvals: PromptOwners::default(),
     });
     let (outbox, answers) = mpsc::unbounded_channel();
     let (stop, stopped) = watch::channel(false);
     let interval = Duration::from_millis(config.edit_interval_ms);
     let sinks = shared.clone();
-    let owners = shared.approvals.clone();
-    let delivery = tokio::spawn(platform::delivery::run(
-        answers,
-        interval,
-        owners,
-        move |chat| {
-            let target = sinks.targets.lock().expect("lock").get(chat).copied()?;
-            Some(delivery::TelegramChat {
-                shared: sinks.clone(),
-                target,
-            })
-        },
-    ));
+    let delivery = tokio::spawn(platform::delivery::run(answers, interval, move |chat| {
+        let target = sinks.targets.lock().expect("lock").get(chat).copied()?;
+        Some(delivery::TelegramChat {
+            shared: sinks.clone(),
+            target,
+        })
+    }));
     let intake = tokio::spawn(poll(shared, router, store, outbox, stopped));
     Ok(PlatformHandle::new("telegram", stop, intake, delivery))
 }
@@ -248,58 +239,37 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         user,
         text: inbound::strip_mention(text, &shared.username),
         reply_to: outbox.clone(),
+        answer_slot: None,
         can_approve: true,
     });
 }
 
 /// An approval button: only allowed users decide; the prompt then shows who decided what.
 async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
-    let presser = query.from.id.0;
-    let answer = |text: String, alert: bool| {
-        let request = shared
-            .bot
-            .answer_callback_query(query.id.clone())
-            .text(text)
-            .show_alert(alert);
-        async move {
-            if let Err(error) = request.await {
-                warn!(%error, "telegram: could not answer a button press");
-            }
-        }
+    let name = query.from.full_name();
+    let presser = Presser {
+        id: query.from.id.0,
+        name: &name,
+        allowed: shared
+            .config
+            .allowed_users
+            .contains(&(query.from.id.0 as i64)),
     };
-    let Some((id, decision)) = query
-        .data
-        .as_deref()
-        .and_then(platform::delivery::parse_approval_data)
-    else {
-        return answer("This button is not known to the bot.".into(), false).await;
+    let data = query.data.as_deref().unwrap_or_default();
+    let (toast, alert, verdict) = match approvals::press(&router, data, presser).await {
+        Pressed::Unknown(text) => (text, false, None),
+        Pressed::Refused(text) => (text, true, None),
+        Pressed::Settled(verdict) => (verdict.clone(), false, Some(verdict)),
     };
-    if !shared.config.allowed_users.contains(&(presser as i64)) {
-        warn!(
-            user_id = presser,
-            id, "telegram: refused an approval from a user who is not allowed"
-        );
-        return answer(
-            format!("You (user id {presser}) are not allowed to decide this."),
-            true,
-        )
-        .await;
+    let answer = shared
+        .bot
+        .answer_callback_query(query.id.clone())
+        .text(toast)
+        .show_alert(alert);
+    if let Err(error) = answer.await {
+        warn!(%error, "telegram: could not answer a button press");
     }
-    let chat = shared.approvals.take(id);
-    let decided = match &chat {
-        Some(chat) => router.decide_approval(chat, id, decision).await,
-        None => false,
-    };
-    let verdict = if decided {
-        format!(
-            "{} by {}",
-            platform::delivery::decision_label(decision),
-            query.from.full_name()
-        )
-    } else {
-        "No longer pending (answered, timed out, or the turn ended).".to_owned()
-    };
-    answer(verdict.clone(), false).await;
+    let Some(verdict) = verdict else { return };
     if let Some(message) = query.message.as_ref().and_then(|m| m.regular_message()) {
         let shown = message.text().unwrap_or_default();
         // Editing without a keyboard removes the buttons.

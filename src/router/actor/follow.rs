@@ -1,0 +1,135 @@
+//! Following a running turn: feeds the turn's state machine from Codex, the mailbox, the
+//! clocks and shutdown, and carries out what it asks for.
+
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use super::Actor;
+use crate::chat::{ActionKind, ApprovalPrompt, OutboundKind};
+use crate::codex::{
+    ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent,
+};
+use crate::deadline;
+use crate::metrics::Metrics;
+use crate::router::replies::Replies;
+use crate::router::texts;
+use crate::router::turn::{Effect, Input, TurnOutcome, TurnTracker};
+
+impl Actor {
+    /// Follows the thread's events until the turn ends. With `turn_id` unknown
+    /// (compaction), the first turn that starts is the one followed.
+    pub(super) async fn wait_for_turn(
+        &mut self,
+        replies: &Replies<'_>,
+        turn_id: Option<String>,
+    ) -> TurnOutcome {
+        replies.send(OutboundKind::Working(true));
+        let outcome = self.follow_turn(replies, turn_id).await;
+        // Requests of a finished turn can no longer be answered; dropping declines them.
+        self.approvals.clear();
+        replies.send(OutboundKind::Working(false));
+        outcome
+    }
+
+    async fn follow_turn(&mut self, replies: &Replies<'_>, turn_id: Option<String>) -> TurnOutcome {
+        let turn_timeout = self.ctx.settings.turn_timeout;
+        let mut tracker = TurnTracker::new(turn_id, turn_timeout);
+        let mut abort = self.abort.clone();
+        let mut aborted = *abort.borrow();
+        let deadline = tokio::time::sleep_until(Instant::now() + turn_timeout);
+        tokio::pin!(deadline);
+        while !tracker.is_finished() {
+            let input = tokio::select! {
+                event = self.session.next_event() => match event {
+                    Some(ThreadEvent::Notification(notification)) => Input::Codex(notification),
+                    Some(ThreadEvent::Approval(request, responder)) => {
+                        self.ask_approval(replies, request, responder);
+                        continue;
+                    }
+                    Some(ThreadEvent::ProcessExited) | None => Input::ProcessLost,
+                },
+                message = self.mailbox.recv(), if self.mailbox_open => match message {
+                    Some(message) => match self.while_busy(message).await {
+                        true => Input::Stop,
+                        false => continue,
+                    },
+                    None => {
+                        self.mailbox_open = false;
+                        continue;
+                    }
+                },
+                () = deadline::sleep_until(self.approvals.next_deadline()) => {
+                    for id in self.approvals.expire(Instant::now()) {
+                        info!(chat = %self.chat, id, "approval request timed out; declined");
+                        replies.notice(texts::APPROVAL_EXPIRED);
+                    }
+                    continue;
+                }
+                changed = abort.changed(), if !aborted => {
+                    // An error means the router is gone: nothing will raise it any more.
+                    let raised = changed.is_ok() && *abort.borrow();
+                    aborted = changed.is_err() || raised;
+                    if !raised {
+                        continue;
+                    }
+                    warn!(chat = %self.chat, "shutting down: interrupting the running turn");
+                    Input::Abort
+                }
+                () = &mut deadline => {
+                    warn!(chat = %self.chat, ?turn_timeout, "turn deadline passed");
+                    Input::Deadline
+                }
+            };
+            for effect in tracker.step(input) {
+                match effect {
+                    Effect::Show(kind) => replies.send(kind),
+                    Effect::Interrupt { turn_id } => self.interrupt(&turn_id).await,
+                    Effect::Deadline(after) => deadline.as_mut().reset(Instant::now() + after),
+                }
+            }
+        }
+        tracker.into_outcome()
+    }
+
+    async fn interrupt(&self, turn_id: &str) {
+        if let Err(error) = self.session.interrupt(turn_id).await {
+            warn!(chat = %self.chat, %error, "turn/interrupt failed");
+        }
+    }
+
+    /// Asks the chat to approve, when its platform can show the prompt; otherwise the
+    /// request is declined and the chat is told what was declined.
+    fn ask_approval(
+        &mut self,
+        replies: &Replies<'_>,
+        request: ApprovalRequest,
+        responder: ApprovalResponder,
+    ) {
+        Metrics::count(&self.ctx.metrics.approval_requests);
+        if replies.can_approve {
+            let timeout = self.ctx.settings.approval_timeout;
+            let id = self.approvals.add(responder, timeout);
+            info!(chat = %self.chat, id, command = ?request.command, "approval requested");
+            replies.send(OutboundKind::Approval(prompt(id, request)));
+            return;
+        }
+        let what = request.command.as_deref().unwrap_or("a file change");
+        info!(chat = %self.chat, what, "approval request declined: no approver on this platform");
+        replies.notice(texts::approval_declined(what));
+        responder.answer(ApprovalDecision::Decline);
+    }
+}
+
+/// Codex's request as the chat shows it.
+fn prompt(id: u64, request: ApprovalRequest) -> ApprovalPrompt {
+    ApprovalPrompt {
+        id,
+        action: match request.kind {
+            ApprovalKind::Command => ActionKind::Command,
+            ApprovalKind::FileChange => ActionKind::FileChange,
+        },
+        command: request.command,
+        cwd: request.cwd,
+        reason: request.reason,
+    }
+}

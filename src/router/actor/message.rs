@@ -1,0 +1,80 @@
+//! A message for Codex: one turn on the chat's thread, its reply delivered and recorded.
+
+use tracing::{error, info, warn};
+
+use super::Actor;
+use crate::chat::OutboundKind;
+use crate::codex::TurnStatus;
+use crate::metrics::Metrics;
+use crate::router::replies::Replies;
+use crate::router::texts;
+use crate::router::turn::{TurnEnd, TurnOutcome};
+
+impl Actor {
+    pub(super) async fn turn(&mut self, replies: &Replies<'_>, text: &str) {
+        let started = match self.session.start_turn(text).await {
+            Ok(started) => started,
+            Err(error) => return self.report(replies, &error),
+        };
+        if started.replaced {
+            replies.notice(texts::THREAD_REPLACED);
+        }
+        let outcome = self.wait_for_turn(replies, Some(started.turn_id)).await;
+        let TurnEnd::Completed { status, error } = &outcome.end else {
+            return self.lost_turn(replies, &outcome.end).await;
+        };
+        info!(chat = %self.chat, thread_id = ?self.session.thread_id(), ?status, "turn finished");
+        Metrics::count(&self.ctx.metrics.turns);
+        match status {
+            TurnStatus::Failed => replies.notice(texts::turn_failed(error.as_deref())),
+            TurnStatus::Interrupted if !outcome.timed_out => replies.notice(texts::STOPPED),
+            _ => {}
+        }
+        let reply = outcome.replies.join("\n\n");
+        let record = self.record_turn(&outcome, &reply).await;
+        match reply.is_empty() {
+            true if *status == TurnStatus::Completed => replies.notice(texts::NO_REPLY),
+            true => {}
+            false => replies.send(OutboundKind::Reply(reply)),
+        }
+        if let Some(record) = record {
+            self.hygiene(replies, &record).await;
+        }
+    }
+
+    /// Stores the turn's reply and usage; the chat's row as it now is, for hygiene.
+    async fn record_turn(
+        &self,
+        outcome: &TurnOutcome,
+        reply: &str,
+    ) -> Option<crate::store::ChatRecord> {
+        let reply = (!reply.is_empty()).then_some(reply);
+        match self
+            .session
+            .finish_turn(reply, outcome.usage.as_ref())
+            .await
+        {
+            Ok(record) => record,
+            Err(error) => {
+                error!(chat = %self.chat, %error, "could not record the turn");
+                None
+            }
+        }
+    }
+
+    /// The turn ended without Codex closing it: its process died, or it ignored the
+    /// interrupt. The thread id stays stored; the next message resumes it.
+    async fn lost_turn(&mut self, replies: &Replies<'_>, end: &TurnEnd) {
+        let thread_id = self.session.thread_id().unwrap_or_default().to_owned();
+        if *end == TurnEnd::ProcessLost {
+            warn!(chat = %self.chat, thread_id, "codex process died during the turn");
+            self.ctx.metrics.error("codex_process_exited");
+            self.session.lose_live_thread();
+            replies.notice(texts::process_lost());
+        } else {
+            warn!(chat = %self.chat, thread_id, "turn not closed after interrupt; detaching");
+            self.session.unload().await;
+            replies.notice(texts::TURN_ABANDONED);
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! One task per active chat: runs its turns one at a time and answers commands.
+//!
+//! While a turn runs, `/stop`, `/status` and `/help` are answered at once; any other
+//! message is queued and handled, in order, after the turn ends (never dropped).
+//! Each command has its own handler module; following a turn is `follow`.
+
+mod compact;
+mod follow;
+mod message;
+mod new;
+mod status;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{error, info, warn};
+
+use super::approvals::{ApprovalIndex, PendingApprovals};
+use super::command::{self, Command, HELP, Input};
+use super::replies::Replies;
+use super::texts;
+use crate::chat::{ChatKey, Decision, Inbound};
+use crate::session::{Context, Session, SessionError};
+
+pub(super) enum ActorMsg {
+    Inbound(Inbound),
+    /// A person's answer to an approval prompt; `done` learns whether it was still pending.
+    Decide {
+        id: u64,
+        decision: Decision,
+        done: oneshot::Sender<bool>,
+    },
+    Unload,
+}
+
+/// What the router hands a new actor.
+pub(super) struct ActorParts {
+    pub(super) mailbox: mpsc::UnboundedReceiver<ActorMsg>,
+    /// Dropped when the actor ends; the router waits on it.
+    pub(super) alive: watch::Sender<()>,
+    /// Read by the router for LRU and idle unloading.
+    pub(super) last_active: Arc<std::sync::Mutex<std::time::Instant>>,
+    /// Raised when the gateway's shutdown grace period is over.
+    pub(super) abort: watch::Receiver<bool>,
+    pub(super) approvals: ApprovalIndex,
+}
+
+pub(super) struct Actor {
+    chat: ChatKey,
+    ctx: Arc<Context>,
+    session: Session,
+    mailbox: mpsc::UnboundedReceiver<ActorMsg>,
+    mailbox_open: bool,
+    queue: VecDeque<ActorMsg>,
+    approvals: PendingApprovals,
+    _alive: watch::Sender<()>,
+    last_active: Arc<std::sync::Mutex<std::time::Instant>>,
+    /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
+    abort: watch::Receiver<bool>,
+}
+
+impl Actor {
+    pub(super) fn new(chat: ChatKey, ctx: Arc<Context>, parts: ActorParts) -> Self {
+        Self {
+            session: Session::new(chat.clone(), ctx.clone()),
+            approvals: PendingApprovals::new(chat.clone(), parts.approvals),
+            chat,
+            ctx,
+            mailbox: parts.mailbox,
+            mailbox_open: true,
+            queue: VecDeque::new(),
+            _alive: parts.alive,
+            last_active: parts.last_active,
+            abort: parts.abort,
+        }
+    }
+
+    /// Handles messages until unloaded or the mailbox closes. A predecessor actor of the
+    /// same chat (being unloaded) finishes first, so one chat never runs two turns at once.
+    pub(super) async fn run(mut self, predecessor: Option<watch::Receiver<()>>) {
+        if let Some(mut predecessor) = predecessor {
+            let _ = predecessor.changed().await;
+        }
+        while let Some(message) = self.next_message().await {
+            match message {
+                ActorMsg::Unload => {
+                    self.session.unload().await;
+                    info!(chat = %self.chat, "chat unloaded");
+                    return;
+                }
+                // No turn runs, so no approval is pending.
+                ActorMsg::Decide { done, .. } => {
+                    let _ = done.send(false);
+                }
+                ActorMsg::Inbound(inbound) => {
+                    self.touch();
+                    self.handle(inbound).await;
+                    self.touch();
+                }
+            }
+        }
+    }
+
+    /// Shutdown ran out of time: tell every queued message's chat it was not handled.
+    fn drop_queue(&mut self) {
+        self.mailbox.close();
+        while let Ok(message) = self.mailbox.try_recv() {
+            self.queue.push_back(message);
+        }
+        for message in self.queue.drain(..) {
+            if let ActorMsg::Inbound(inbound) = message {
+                Replies::to(&inbound).notice(texts::RESTART_DROPPED);
+            }
+        }
+    }
+
+    fn touch(&self) {
+        *self.last_active.lock().expect("lock") = std::time::Instant::now();
+    }
+
+    async fn next_message(&mut self) -> Option<ActorMsg> {
+        if *self.abort.borrow() {
+            self.drop_queue();
+            return None;
+        }
+        if let Some(message) = self.queue.pop_front() {
+            return Some(message);
+        }
+        if !self.mailbox_open {
+            return None;
+        }
+        self.mailbox.recv().await
+    }
+
+    async fn handle(&mut self, inbound: Inbound) {
+        let replies = Replies::to(&inbound);
+        info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), "message");
+        match command::parse(&inbound.text) {
+            Input::Empty => replies.notice(texts::EMPTY_MESSAGE),
+            Input::TooLong { bytes } => {
+                warn!(chat = %self.chat, bytes, "message too long");
+                replies.notice(texts::too_long(bytes));
+            }
+            Input::UnknownCommand(name) => replies.notice(texts::unknown_command(name)),
+            Input::Command(Command::Help) => replies.notice(HELP),
+            Input::Command(Command::Status) => replies.notice(self.status().await),
+            Input::Command(Command::Stop) => replies.notice(texts::NOTHING_RUNNING),
+            Input::Command(Command::New) => self.start_over(&replies).await,
+            Input::Command(Command::Compact) => self.compact(&replies).await,
+            Input::Text(text) => self.turn(&replies, text).await,
+        }
+    }
+
+    /// A message that arrives while a turn runs. Returns whether it asks to stop the turn.
+    async fn while_busy(&mut self, message: ActorMsg) -> bool {
+        let mut inbound = match message {
+            ActorMsg::Inbound(inbound) => inbound,
+            ActorMsg::Decide { id, decision, done } => {
+                let answered = self.approvals.answer(id, decision);
+                info!(chat = %self.chat, id, ?decision, answered, "approval decided");
+                let _ = done.send(answered);
+                return false;
+            }
+            ActorMsg::Unload => {
+                self.queue.push_back(message);
+                return false;
+            }
+        };
+        let replies = Replies::to(&inbound);
+        match command::parse(&inbound.text) {
+            Input::Command(Command::Stop) => {
+                info!(chat = %self.chat, "stop requested");
+                replies.notice(texts::STOPPING);
+                return true;
+            }
+            Input::Command(Command::Status) => replies.notice(self.status().await),
+            Input::Command(Command::Help) => replies.notice(HELP),
+            _ => {
+                replies.notice(texts::QUEUED);
+                // The queued notice answered the message; its result comes as a notice.
+                inbound.answer_slot = None;
+                self.queue.push_back(ActorMsg::Inbound(inbound));
+            }
+        }
+        false
+    }
+
+    fn report(&self, replies: &Replies<'_>, error: &SessionError) {
+        error!(chat = %self.chat, %error, "request failed");
+        self.ctx.metrics.error(error.kind());
+        replies.notice(texts::session_error(error));
+    }
+}

@@ -1,0 +1,43 @@
+//! Where one message's answers go.
+
+use std::sync::Mutex;
+
+use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbound, OutboundKind, Outbox};
+
+pub(super) struct Replies<'a> {
+    chat: &'a ChatKey,
+    outbox: &'a Outbox,
+    pub(super) can_approve: bool,
+    /// The message's answer slot, until the first notice has used it.
+    slot: Mutex<Option<AnswerSlot>>,
+}
+
+impl<'a> Replies<'a> {
+    pub(super) fn to(inbound: &'a Inbound) -> Self {
+        Self {
+            chat: &inbound.chat,
+            outbox: &inbound.reply_to,
+            can_approve: inbound.can_approve,
+            slot: Mutex::new(inbound.answer_slot),
+        }
+    }
+}
+
+impl Replies<'_> {
+    pub(super) fn send(&self, kind: OutboundKind) {
+        // A closed outbox means the platform is shutting down; nothing is left to tell.
+        let _ = self.outbox.send(Outbound {
+            chat: self.chat.clone(),
+            kind,
+        });
+    }
+
+    /// A gateway notice; the first one answers the message at its answer slot.
+    pub(super) fn notice(&self, text: impl Into<String>) {
+        let text = text.into();
+        match self.slot.lock().expect("lock").take() {
+            Some(slot) => self.send(OutboundKind::Answer { slot, text }),
+            None => self.send(OutboundKind::Notice(text)),
+        }
+    }
+}

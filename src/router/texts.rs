@@ -1,0 +1,103 @@
+//! Every line the router says to a chat, in one place.
+
+use std::time::Duration;
+
+use super::command::MAX_INPUT_BYTES;
+use crate::codex::CodexError;
+use crate::session::SessionError;
+
+pub const EMPTY_MESSAGE: &str = "(empty message ignored)";
+pub const NOTHING_RUNNING: &str = "Nothing is running.";
+pub const STOPPING: &str = "Stopping...";
+pub const STOPPED: &str = "Stopped.";
+pub const QUEUED: &str =
+    "Queued: Codex is still working on the previous message. (/stop interrupts it.)";
+pub const NEW_THREAD: &str =
+    "Started a new conversation: the next message goes to a fresh Codex thread.";
+pub const THREAD_REPLACED: &str = "This chat's earlier Codex session could not be restored (its \
+     history is gone from disk), so a new one was started and given the recent conversation.";
+pub const NO_REPLY: &str = "(Codex finished without a reply)";
+pub const TURN_ABANDONED: &str = "Codex did not stop the turn in time; the chat is detached from \
+     it. Your next message resumes the thread.";
+pub const APPROVAL_EXPIRED: &str =
+    "Nobody answered the approval request in time, so it was declined.";
+pub const SHUTTING_DOWN: &str = "The gateway is shutting down; please send that again in a minute.";
+pub const RESTART_INTERRUPTED: &str = "The gateway is restarting: this request was interrupted. \
+     Send it again in a minute; the conversation continues where it was.";
+pub const RESTART_DROPPED: &str = "The gateway is restarting, so this message was not handled. \
+     Send it again in a minute; the conversation continues where it was.";
+pub const NOTHING_TO_COMPACT: &str = "Nothing to compact yet: this chat has no Codex thread.";
+pub const COMPACTED: &str = "Compacted: Codex replaced the thread's history with a summary.";
+pub const COMPACTED_NOTHING: &str = "Codex compacted nothing; the thread is unchanged.";
+pub const COMPACTION_FAILED: &str = "The compaction failed; the thread is unchanged.";
+
+pub fn too_long(bytes: usize) -> String {
+    format!(
+        "That message is {bytes} bytes; the limit is {MAX_INPUT_BYTES}. \
+         Please send a shorter one (or put the text in a file in the workspace)."
+    )
+}
+
+pub fn unknown_command(name: &str) -> String {
+    format!("Unknown command {name}. /help lists the commands.")
+}
+
+pub fn turn_failed(error: Option<&str>) -> String {
+    format!("Codex failed: {}", error.unwrap_or("no reason given"))
+}
+
+pub fn turn_timed_out(limit: Duration) -> String {
+    format!(
+        "Codex has worked on this for {} (the turn time limit); interrupting it.",
+        human_duration(limit)
+    )
+}
+
+pub fn approval_declined(what: &str) -> String {
+    format!(
+        "Codex asked for approval to run `{what}`; this chat cannot approve requests, so it was declined."
+    )
+}
+
+/// The line the chat sees for a failed request; details go to the log.
+pub fn session_error(error: &SessionError) -> String {
+    match error {
+        SessionError::Codex(CodexError::ProcessExited) => process_lost().into(),
+        SessionError::Codex(CodexError::Spawn { .. }) => {
+            "Codex is not available right now; the operator has been told (see the logs).".into()
+        }
+        SessionError::Codex(error) => format!("Codex could not take the request: {error}"),
+        SessionError::Store(_) => {
+            "The gateway's database failed, so nothing was sent to Codex. Try again.".into()
+        }
+        SessionError::Workspace { .. } => {
+            "The working directory for this chat could not be created; see the logs.".into()
+        }
+    }
+}
+
+/// The app-server died under a turn (or just before it).
+pub fn process_lost() -> &'static str {
+    "Codex restarted; your last request was interrupted - send it again."
+}
+
+/// "90 seconds", "30 minutes": how long, in the unit a person would say.
+pub fn human_duration(duration: Duration) -> String {
+    match duration.as_secs() {
+        1 => "1 second".into(),
+        secs if secs < 120 => format!("{secs} seconds"),
+        secs => format!("{} minutes", secs / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(human_duration(Duration::from_secs(1)), "1 second");
+        assert_eq!(human_duration(Duration::from_secs(90)), "90 seconds");
+        assert_eq!(human_duration(Duration::from_secs(1800)), "30 minutes");
+    }
+}
