@@ -1,20 +1,38 @@
-//! Counters of what the gateway did, rendered in Prometheus' text format.
+//! What the gateway counts, kept in a registry of the Prometheus project's
+//! `prometheus-client` crate and rendered in the OpenMetrics text format.
 
-use std::fmt::Write;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-#[derive(Default)]
-pub struct Metrics {
-    pub turns: AtomicU64,
-    pub resumes: AtomicU64,
-    pub thread_starts: AtomicU64,
-    pub compactions: AtomicU64,
-    pub approval_requests: AtomicU64,
-    errors: Mutex<Vec<(&'static str, u64)>>,
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The `Content-Type` of `Metrics::render`'s text.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    kind: &'static str,
 }
 
-/// Gauges read at scrape time.
+pub struct Metrics {
+    pub turns: Counter,
+    pub resumes: Counter,
+    pub thread_starts: Counter,
+    pub compactions: Counter,
+    pub approval_requests: Counter,
+    errors: Family<ErrorLabels, Counter>,
+    active_chats: Gauge,
+    live_threads: Gauge,
+    codex_processes: Gauge,
+    codex_restarts: Counter,
+    registry: Registry,
+}
+
+/// Values read at scrape time.
 pub struct Gauges {
     pub active_chats: usize,
     pub live_threads: usize,
@@ -22,88 +40,63 @@ pub struct Gauges {
     pub codex_restarts: u64,
 }
 
-impl Metrics {
-    pub fn count(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("codex_gateway");
+        let mut counter = |name: &str, help: &str| {
+            let counter = Counter::default();
+            registry.register(name, help, counter.clone());
+            counter
+        };
+        let turns = counter("turns", "Turns finished.");
+        let resumes = counter("resumes", "Threads resumed from their stored id.");
+        let thread_starts = counter("thread_starts", "Threads started.");
+        let compactions = counter("compactions", "Compactions run.");
+        let approval_requests = counter("approval_requests", "Approval requests from Codex.");
+        let codex_restarts = counter(
+            "codex_restarts",
+            "App-server processes replaced after dying.",
+        );
+        let errors = Family::<ErrorLabels, Counter>::default();
+        registry.register("errors", "Errors by kind.", errors.clone());
+        let mut gauge = |name: &str, help: &str| {
+            let gauge = Gauge::default();
+            registry.register(name, help, gauge.clone());
+            gauge
+        };
+        Self {
+            active_chats: gauge("active_chats", "Chats held in memory."),
+            live_threads: gauge("live_threads", "Codex threads the gateway holds live."),
+            codex_processes: gauge("codex_processes", "Running app-server processes."),
+            turns,
+            resumes,
+            thread_starts,
+            compactions,
+            approval_requests,
+            errors,
+            codex_restarts,
+            registry,
+        }
     }
+}
 
+impl Metrics {
     /// Counts an error of `kind` (a fixed label such as `codex` or `store`).
     pub fn error(&self, kind: &'static str) {
-        let mut errors = self.errors.lock().expect("lock");
-        match errors.iter_mut().find(|(k, _)| *k == kind) {
-            Some((_, count)) => *count += 1,
-            None => errors.push((kind, 1)),
-        }
+        self.errors.get_or_create(&ErrorLabels { kind }).inc();
     }
 
     pub fn render(&self, gauges: &Gauges) -> String {
-        let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
-            let _ = writeln!(out, "# HELP codex_gateway_{name} {help}");
-            let _ = writeln!(out, "# TYPE codex_gateway_{name} {kind}");
-            let _ = writeln!(out, "codex_gateway_{name} {value}");
-        };
-        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        metric(
-            "active_chats",
-            "gauge",
-            "Chats held in memory.",
-            gauges.active_chats as u64,
-        );
-        metric(
-            "live_threads",
-            "gauge",
-            "Codex threads the gateway holds live.",
-            gauges.live_threads as u64,
-        );
-        metric(
-            "codex_processes",
-            "gauge",
-            "Running app-server processes.",
-            gauges.codex_processes as u64,
-        );
-        metric(
-            "codex_restarts_total",
-            "counter",
-            "App-server processes replaced after dying.",
-            gauges.codex_restarts,
-        );
-        metric(
-            "turns_total",
-            "counter",
-            "Turns finished.",
-            read(&self.turns),
-        );
-        metric(
-            "resumes_total",
-            "counter",
-            "Threads resumed from their stored id.",
-            read(&self.resumes),
-        );
-        metric(
-            "thread_starts_total",
-            "counter",
-            "Threads started.",
-            read(&self.thread_starts),
-        );
-        metric(
-            "compactions_total",
-            "counter",
-            "Compactions run.",
-            read(&self.compactions),
-        );
-        metric(
-            "approval_requests_total",
-            "counter",
-            "Approval requests from Codex.",
-            read(&self.approval_requests),
-        );
-        let _ = writeln!(out, "# HELP codex_gateway_errors_total Errors by kind.");
-        let _ = writeln!(out, "# TYPE codex_gateway_errors_total counter");
-        for (kind, count) in self.errors.lock().expect("lock").iter() {
-            let _ = writeln!(out, "codex_gateway_errors_total{{kind=\"{kind}\"}} {count}");
-        }
-        out
+        let as_gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.active_chats.set(as_gauge(gauges.active_chats));
+        self.live_threads.set(as_gauge(gauges.live_threads));
+        self.codex_processes.set(as_gauge(gauges.codex_processes));
+        // The supervisor counts restarts; the registry shows its count.
+        let restarts = self.codex_restarts.inner();
+        restarts.store(gauges.codex_restarts, Ordering::Relaxed);
+        let mut text = String::new();
+        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        text
     }
 }
 
@@ -112,10 +105,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_prometheus_text() {
+    fn renders_openmetrics_text() {
         let metrics = Metrics::default();
-        Metrics::count(&metrics.turns);
-        Metrics::count(&metrics.turns);
+        metrics.turns.inc();
+        metrics.turns.inc();
         metrics.error("codex");
         metrics.error("codex");
         metrics.error("store");
@@ -123,15 +116,17 @@ mod tests {
             active_chats: 3,
             live_threads: 2,
             codex_processes: 1,
-            codex_restarts: 0,
+            codex_restarts: 4,
         });
-        assert!(
-            text.contains(
-                "# TYPE codex_gateway_turns_total counter\ncodex_gateway_turns_total 2\n"
-            )
-        );
-        assert!(text.contains("codex_gateway_active_chats 3\n"));
-        assert!(text.contains("codex_gateway_errors_total{kind=\"codex\"} 2\n"));
-        assert!(text.contains("codex_gateway_errors_total{kind=\"store\"} 1\n"));
+        for line in [
+            "# TYPE codex_gateway_turns counter\ncodex_gateway_turns_total 2\n",
+            "codex_gateway_active_chats 3\n",
+            "codex_gateway_codex_restarts_total 4\n",
+            "codex_gateway_errors_total{kind=\"codex\"} 2\n",
+            "codex_gateway_errors_total{kind=\"store\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line:?} not in:\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"));
     }
 }

@@ -69,7 +69,7 @@ async fn healthz<O: Observed>(State(observed): State<O>) -> impl IntoResponse {
 
 async fn metrics<O: Observed>(State(observed): State<O>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         observed.metrics().await,
     )
 }

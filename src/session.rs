@@ -280,7 +280,7 @@ impl Session {
             match resume_when_closed(&server, &thread_id, &settings).await {
                 Ok(resumed) => {
                     info!(chat = %self.chat, thread_id = resumed, "thread resumed");
-                    Metrics::count(&self.ctx.metrics.resumes);
+                    self.ctx.metrics.resumes.inc();
                     self.attach(server, resumed, cwd, true);
                     return Ok(());
                 }
@@ -293,7 +293,7 @@ impl Session {
         }
         let thread_id = server.start_thread(&settings).await?;
         info!(chat = %self.chat, thread_id, "thread started");
-        Metrics::count(&self.ctx.metrics.thread_starts);
+        self.ctx.metrics.thread_starts.inc();
         self.attach(server, thread_id, cwd, false);
         Ok(())
     }

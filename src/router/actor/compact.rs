@@ -6,7 +6,6 @@ use tracing::{error, info, warn};
 use super::Actor;
 use crate::codex::TurnStatus;
 use crate::hygiene::{self, Action, CompactionOutcome, Observation};
-use crate::metrics::Metrics;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
@@ -78,7 +77,7 @@ impl Actor {
         {
             warn!(chat = %self.chat, error = ?error, "compaction turn failed");
         }
-        Metrics::count(&self.ctx.metrics.compactions);
+        self.ctx.metrics.compactions.inc();
         info!(chat = %self.chat, thread_id = ?self.session.thread_id(), outcome = ?result, "compaction finished");
         // A compaction that Codex did not close left no usage worth keeping.
         let completed = matches!(outcome.end, TurnEnd::Completed { .. });

@@ -10,7 +10,6 @@ use crate::codex::{
     ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent,
 };
 use crate::deadline;
-use crate::metrics::Metrics;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{Effect, Input, TurnOutcome, TurnTracker};
@@ -105,7 +104,7 @@ impl Actor {
         request: ApprovalRequest,
         responder: ApprovalResponder,
     ) {
-        Metrics::count(&self.ctx.metrics.approval_requests);
+        self.ctx.metrics.approval_requests.inc();
         if replies.can_approve {
             let timeout = self.ctx.settings.approval_timeout;
             let id = self.approvals.add(responder, timeout);

@@ -5,7 +5,6 @@ use tracing::{error, info, warn};
 use super::Actor;
 use crate::chat::OutboundKind;
 use crate::codex::TurnStatus;
-use crate::metrics::Metrics;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
@@ -24,7 +23,7 @@ impl Actor {
             return self.lost_turn(replies, &outcome.end).await;
         };
         info!(chat = %self.chat, thread_id = ?self.session.thread_id(), ?status, "turn finished");
-        Metrics::count(&self.ctx.metrics.turns);
+        self.ctx.metrics.turns.inc();
         match status {
             TurnStatus::Failed => replies.notice(texts::turn_failed(error.as_deref())),
             TurnStatus::Interrupted if !outcome.timed_out => replies.notice(texts::STOPPED),

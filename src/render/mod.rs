@@ -1,6 +1,10 @@
 //! Shapes Codex's Markdown replies for chat platforms: splitting at their length limits
 //! with code fences kept balanced, and Telegram's HTML flavour.
 
+mod telegram;
+
+pub use telegram::telegram_html;
+
 /// Telegram counts message length in UTF-16 code units.
 pub fn utf16_len(text: &str) -> usize {
     text.encode_utf16().count()
@@ -88,108 +92,6 @@ fn prefix_within(text: &str, room: usize, units: fn(&str) -> usize) -> usize {
     end.max(text.chars().next().map_or(0, char::len_utf8))
 }
 
-/// Markdown as Telegram's HTML parse mode understands it: fenced and inline code, bold,
-/// links and headings; everything else is escaped text.
-pub fn telegram_html(markdown: &str) -> String {
-    let mut html = String::new();
-    let mut code: Option<(String, String)> = None; // (language, body)
-    for line in markdown.split_inclusive('\n') {
-        let trimmed = line.trim();
-        match (&mut code, trimmed.strip_prefix(FENCE)) {
-            (None, Some(language)) => code = Some((language.trim().to_owned(), String::new())),
-            (Some(_), Some(_)) => {
-                let (language, body) = code.take().expect("inside a fence");
-                html.push_str(&code_block(&language, &body));
-                html.push('\n');
-            }
-            (Some((_, body)), None) => body.push_str(line),
-            (None, None) => {
-                let (text, newline) = line.strip_suffix('\n').map_or((line, ""), |t| (t, "\n"));
-                match heading(text) {
-                    Some(title) => html.push_str(&format!("<b>{}</b>", inline(title))),
-                    None => html.push_str(&inline(text)),
-                }
-                html.push_str(newline);
-            }
-        }
-    }
-    // An unclosed fence still shows as code.
-    if let Some((language, body)) = code {
-        html.push_str(&code_block(&language, &body));
-    }
-    html.trim_end().to_owned()
-}
-
-fn heading(line: &str) -> Option<&str> {
-    let title = line.trim_start_matches('#');
-    (title.len() < line.len() && line.len() - title.len() <= 6 && title.starts_with(' '))
-        .then(|| title.trim())
-}
-
-fn code_block(language: &str, body: &str) -> String {
-    let body = escape(body.trim_end_matches('\n'));
-    if language.is_empty() {
-        format!("<pre>{body}</pre>")
-    } else {
-        format!(
-            "<pre><code class=\"language-{}\">{body}</code></pre>",
-            escape(language)
-        )
-    }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// Inline code, **bold** and [links](url) in one line; the rest escaped.
-fn inline(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix('`')
-            && let Some(end) = after.find('`')
-        {
-            out.push_str(&format!("<code>{}</code>", escape(&after[..end])));
-            rest = &after[end + 1..];
-        } else if let Some(after) = rest.strip_prefix("**")
-            && let Some(end) = after.find("**")
-            && end > 0
-        {
-            out.push_str(&format!("<b>{}</b>", inline(&after[..end])));
-            rest = &after[end + 2..];
-        } else if let Some((label, url, used)) = link(rest) {
-            out.push_str(&format!(
-                "<a href=\"{}\">{}</a>",
-                escape(url).replace('"', "&quot;"),
-                escape(label)
-            ));
-            rest = &rest[used..];
-        } else {
-            let c = rest.chars().next().expect("not empty");
-            out.push_str(&escape(&c.to_string()));
-            rest = &rest[c.len_utf8()..];
-        }
-    }
-    out
-}
-
-/// `[label](http...)` at the start of `text`: label, url and bytes used.
-fn link(text: &str) -> Option<(&str, &str, usize)> {
-    let after = text.strip_prefix('[')?;
-    let label_end = after.find("](")?;
-    let url_part = &after[label_end + 2..];
-    let url_end = url_part.find(')')?;
-    let url = &url_part[..url_end];
-    (url.starts_with("http://") || url.starts_with("https://")).then_some((
-        &after[..label_end],
-        url,
-        1 + label_end + 2 + url_end + 1,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,19 +142,5 @@ mod tests {
         assert_eq!(pieces.len(), 2);
         assert!(pieces.iter().all(|p| utf16_len(p) <= 4096));
         assert_eq!(pieces.concat(), text);
-    }
-
-    #[test]
-    fn telegram_html_escapes_and_formats() {
-        let md = "# Title\nUse `a<b>` and **bold** <tag> & [docs](https://x.dev/a?b=1).\n```python\nif a < b:\n    pass\n```\nend";
-        assert_eq!(
-            telegram_html(md),
-            "<b>Title</b>\nUse <code>a&lt;b&gt;</code> and <b>bold</b> &lt;tag&gt; &amp; \
-             <a href=\"https://x.dev/a?b=1\">docs</a>.\n<pre><code class=\"language-python\">\
-             if a &lt; b:\n    pass</code></pre>\nend"
-        );
-        assert_eq!(telegram_html("plain text"), "plain text");
-        assert_eq!(telegram_html("```\nopen fence"), "<pre>open fence</pre>");
-        assert_eq!(telegram_html("a ** b and `x"), "a ** b and `x");
     }
 }
