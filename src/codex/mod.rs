@@ -3,12 +3,14 @@
 mod error;
 mod process;
 mod protocol;
+mod spawn;
 mod supervisor;
 
 pub use error::CodexError;
-pub use process::{AppServer, ApprovalResponder, SpawnSpec, ThreadEvent};
+pub use process::{AppServer, ApprovalResponder, ThreadEvent};
 pub use protocol::{
     ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item, Notification,
     SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };
+pub use spawn::SpawnSpec;
 pub use supervisor::Codex;

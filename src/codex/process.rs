@@ -1,9 +1,6 @@
 //! One `codex app-server` child: JSON-RPC over stdio, many threads per process.
 
-use std::collections::{BTreeMap, HashMap};
-use std::ffi::OsString;
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info, warn};
 
@@ -21,22 +18,7 @@ use super::protocol::{
     ApprovalDecision, ApprovalRequest, Notification, ThreadReply, ThreadResumeParams,
     ThreadSettings, TurnReply, TurnStartParams, UserInput, thread_id_of,
 };
-
-/// How to start an app-server process.
-#[derive(Debug, Clone)]
-pub struct SpawnSpec {
-    pub binary: PathBuf,
-    pub home: Option<PathBuf>,
-    /// Passed as `-c key=value`.
-    pub overrides: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    /// Variables of ours whose names start with one of these are not passed on (the
-    /// gateway's own settings).
-    pub withheld_env_prefixes: Vec<String>,
-    /// Values that must never reach the child's environment (the gateway's tokens).
-    pub secrets: Vec<String>,
-    pub request_timeout: Duration,
-}
+use super::spawn::{SpawnSpec, command};
 
 /// What a thread's subscriber receives.
 #[derive(Debug)]
@@ -305,46 +287,6 @@ impl AppServer {
     }
 }
 
-fn command(spec: &SpawnSpec) -> Command {
-    let mut command = Command::new(&spec.binary);
-    command.arg("app-server");
-    for kv in &spec.overrides {
-        command.arg("-c").arg(kv);
-    }
-    command
-        .env_clear()
-        .envs(child_env(std::env::vars_os(), spec));
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    command
-}
-
-/// The child's environment: ours minus the gateway's own settings and secrets, plus
-/// `CODEX_HOME` and the configured extras.
-fn child_env(
-    inherited: impl Iterator<Item = (OsString, OsString)>,
-    spec: &SpawnSpec,
-) -> Vec<(OsString, OsString)> {
-    let is_secret = |value: &OsString| spec.secrets.iter().any(|s| value.to_str() == Some(s));
-    let is_withheld = |name: &OsString| {
-        let name = name.to_string_lossy();
-        spec.withheld_env_prefixes
-            .iter()
-            .any(|prefix| name.starts_with(prefix.as_str()))
-    };
-    let mut env: Vec<_> = inherited
-        .filter(|(name, value)| !is_withheld(name) && !is_secret(value))
-        .collect();
-    if let Some(home) = &spec.home {
-        env.push(("CODEX_HOME".into(), home.into()));
-    }
-    env.extend(spec.env.iter().map(|(k, v)| (k.into(), v.into())));
-    env
-}
-
 async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>) {
     while let Some(mut line) = lines.recv().await {
         line.push('\n');
@@ -467,41 +409,5 @@ impl Shared {
         for (_, subscriber) in self.threads.lock().expect("lock").drain() {
             let _ = subscriber.send(ThreadEvent::ProcessExited);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn child_env_drops_gateway_settings_and_secrets() {
-        let spec = SpawnSpec {
-            binary: "codex".into(),
-            home: Some("/data/codex".into()),
-            overrides: vec![],
-            env: BTreeMap::from([("EXTRA".into(), "1".into())]),
-            withheld_env_prefixes: vec!["CODEX_GATEWAY".into()],
-            secrets: vec!["tg-secret".into()],
-            request_timeout: Duration::from_secs(1),
-        };
-        let inherited = [
-            ("PATH", "/bin"),
-            ("CODEX_GATEWAY__TELEGRAM__TOKEN", "tg-secret"),
-            ("CODEX_GATEWAY__STORAGE__DATABASE", "/x.db"),
-            ("TELEGRAM_TOKEN", "tg-secret"),
-        ]
-        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
-        let env: HashMap<_, _> = child_env(inherited.into_iter(), &spec)
-            .into_iter()
-            .collect();
-        let names: Vec<_> = env
-            .keys()
-            .map(|k| k.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(env.len(), 3, "{names:?}");
-        assert_eq!(env[&OsString::from("PATH")], "/bin");
-        assert_eq!(env[&OsString::from("CODEX_HOME")], "/data/codex");
-        assert_eq!(env[&OsString::from("EXTRA")], "1");
     }
 }

@@ -9,7 +9,8 @@ use tokio::sync::Mutex;
 use tracing::{error, warn};
 
 use super::error::CodexError;
-use super::process::{AppServer, SpawnSpec};
+use super::process::AppServer;
+use super::spawn::SpawnSpec;
 
 /// A process that lived at least this long resets the backoff.
 const HEALTHY_UPTIME: Duration = Duration::from_secs(60);

@@ -80,15 +80,7 @@ pub async fn start(
     token: &str,
     router: Router,
 ) -> Result<PlatformHandle, DiscordError> {
-    let mut http = HttpBuilder::new(token);
-    if let Some(application_id) = config.application_id {
-        http = http.application_id(application_id.into());
-    }
-    if let Some(url) = &config.api_url {
-        // Serenity's own rate limiter ignores the proxy, so it must be off with one.
-        http = http.proxy(url.as_str()).ratelimiter_disabled(true);
-    }
-    let http = http.build();
+    let http = rest_client(config, token);
     let me = http.get_current_user().await.map_err(DiscordError::Start)?;
     info!(bot = me.name, "discord connected");
 
@@ -138,6 +130,18 @@ pub async fn start(
         intake.outbox.lock().expect("lock").take();
     });
     Ok(PlatformHandle::new("discord", stop, intake_task, delivery))
+}
+
+fn rest_client(config: &DiscordConfig, token: &str) -> Http {
+    let mut http = HttpBuilder::new(token);
+    if let Some(application_id) = config.application_id {
+        http = http.application_id(application_id.into());
+    }
+    if let Some(url) = &config.api_url {
+        // Serenity's own rate limiter ignores the proxy, so it must be off with one.
+        http = http.proxy(url.as_str()).ratelimiter_disabled(true);
+    }
+    http.build()
 }
 
 struct Handler(Arc<Intake>);

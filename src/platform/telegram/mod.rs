@@ -197,17 +197,7 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         topic: message.thread_id.filter(|_| message.is_topic_message),
     };
     if !allowed {
-        warn!(
-            user_id,
-            chat = message.chat.id.0,
-            "telegram: refused a user who is not allowed"
-        );
-        let refusal = format!(
-            "Sorry, you are not allowed to use this bot. Your Telegram user id is {user_id}; \
-             the bot's owner can add it to telegram.allowed_users."
-        );
-        delivery::send_plain(shared, target, &refusal).await;
-        return;
+        return refuse(shared, target, user_id).await;
     }
     let Some(text) = text else {
         delivery::send_plain(
@@ -242,6 +232,20 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         answer_slot: None,
         can_approve: true,
     });
+}
+
+/// Tells a stranger why nothing happens, and their id for the owner's allowlist.
+async fn refuse(shared: &Shared, target: Target, user_id: u64) {
+    warn!(
+        user_id,
+        chat = target.chat_id.0,
+        "telegram: refused a user who is not allowed"
+    );
+    let refusal = format!(
+        "Sorry, you are not allowed to use this bot. Your Telegram user id is {user_id}; \
+         the bot's owner can add it to telegram.allowed_users."
+    );
+    delivery::send_plain(shared, target, &refusal).await;
 }
 
 /// An approval button: only allowed users decide; the prompt then shows who decided what.

@@ -7,8 +7,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use tracing::instrument;
 
-use crate::chat::{ChatKey, Platform};
-use crate::hygiene::{CompactionOutcome, LastCompaction};
+use crate::chat::ChatKey;
+use crate::hygiene::CompactionOutcome;
+
+mod offsets;
+mod records;
+mod transcript;
+
+pub use records::{ChatRecord, RetireReason, Role, Usage};
+use transcript::insert_transcript;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -26,75 +33,6 @@ pub enum StoreError {
     },
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
-}
-
-/// A chat's row.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct ChatRecord {
-    pub thread_id: Option<String>,
-    pub cwd: String,
-    pub turns: i64,
-    pub last_tokens: Option<i64>,
-    pub total_tokens: Option<i64>,
-    pub context_window: Option<i64>,
-    last_compaction: Option<String>,
-    last_compaction_turn: Option<i64>,
-}
-
-impl ChatRecord {
-    /// The gateway's latest compaction of this thread, and how many turns ago it ran.
-    pub fn last_compaction(&self) -> Option<LastCompaction> {
-        let outcome = match self.last_compaction.as_deref()? {
-            "reduced" => CompactionOutcome::Reduced,
-            "noop" => CompactionOutcome::NoOp,
-            _ => CompactionOutcome::Failed,
-        };
-        Some(LastCompaction {
-            outcome,
-            turns_ago: self.turns - self.last_compaction_turn.unwrap_or(self.turns),
-        })
-    }
-}
-
-/// Why a chat stopped using a thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetireReason {
-    New,
-    RolloutMissing,
-}
-
-impl RetireReason {
-    fn as_str(self) -> &'static str {
-        match self {
-            RetireReason::New => "new",
-            RetireReason::RolloutMissing => "rollout_missing",
-        }
-    }
-}
-
-/// Token usage of a chat's thread, as the latest turn left it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
-    /// Tokens in the context after the latest turn.
-    pub last_tokens: i64,
-    /// Tokens the thread has used in all.
-    pub total_tokens: i64,
-    pub context_window: Option<i64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-impl Role {
-    fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        }
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -275,79 +213,6 @@ impl Store {
         Ok(())
     }
 
-    #[instrument(skip_all, fields(chat = %chat, thread_id))]
-    pub async fn append_transcript(
-        &self,
-        chat: &ChatKey,
-        thread_id: &str,
-        role: Role,
-        text: &str,
-    ) -> Result<(), StoreError> {
-        let mut connection = self.pool.acquire().await?;
-        insert_transcript(&mut connection, chat, thread_id, role, text).await
-    }
-
-    /// The last `limit` transcript entries of the chat's current conversation
-    /// (everything since its last `/new`), oldest first.
-    #[instrument(skip_all, fields(chat = %chat))]
-    pub async fn recent_transcript(
-        &self,
-        chat: &ChatKey,
-        limit: i64,
-    ) -> Result<Vec<(Role, String)>, StoreError> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT role, text FROM (
-                SELECT id, role, text FROM transcript
-                WHERE chat_key = ?1 AND id > COALESCE((
-                    SELECT MAX(t.id) FROM transcript t JOIN thread_history h
-                      ON h.chat_key = t.chat_key AND h.thread_id = t.thread_id
-                    WHERE t.chat_key = ?1 AND h.reason = 'new'), 0)
-                ORDER BY id DESC LIMIT ?2)
-             ORDER BY id",
-        )
-        .bind(chat.to_string())
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(role, text)| {
-                let role = if role == "user" {
-                    Role::User
-                } else {
-                    Role::Assistant
-                };
-                (role, text)
-            })
-            .collect())
-    }
-
-    /// Where the platform's update stream continues, if it was ever stored.
-    pub async fn platform_offset(&self, platform: Platform) -> Result<Option<i64>, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT next_offset FROM platform_offsets WHERE platform = ?")
-                .bind(platform.as_str())
-                .fetch_optional(&self.pool)
-                .await?,
-        )
-    }
-
-    pub async fn set_platform_offset(
-        &self,
-        platform: Platform,
-        next_offset: i64,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO platform_offsets (platform, next_offset) VALUES (?1, ?2)
-             ON CONFLICT (platform) DO UPDATE SET next_offset = excluded.next_offset",
-        )
-        .bind(platform.as_str())
-        .bind(next_offset)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
     /// The chat's earlier threads, oldest first.
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn thread_history(
@@ -415,26 +280,6 @@ async fn update_usage(
     Ok(())
 }
 
-async fn insert_transcript(
-    connection: &mut sqlx::SqliteConnection,
-    chat: &ChatKey,
-    thread_id: &str,
-    role: Role,
-    text: &str,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO transcript (chat_key, thread_id, role, text, at) VALUES (?, ?, ?, ?, ?)",
-    )
-    .bind(chat.to_string())
-    .bind(thread_id)
-    .bind(role.as_str())
-    .bind(text)
-    .bind(now())
-    .execute(connection)
-    .await?;
-    Ok(())
-}
-
 async fn insert_history(
     tx: &mut sqlx::SqliteConnection,
     key: &str,
@@ -457,6 +302,8 @@ async fn insert_history(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::Platform;
+    use crate::hygiene::LastCompaction;
 
     async fn fresh() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();

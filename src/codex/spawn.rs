@@ -1,0 +1,104 @@
+//! How an app-server child is started: its arguments and an environment that keeps the
+//! gateway's own settings and secrets out.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::Command;
+
+/// How to start an app-server process.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub binary: PathBuf,
+    pub home: Option<PathBuf>,
+    /// Passed as `-c key=value`.
+    pub overrides: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Variables of ours whose names start with one of these are not passed on (the
+    /// gateway's own settings).
+    pub withheld_env_prefixes: Vec<String>,
+    /// Values that must never reach the child's environment (the gateway's tokens).
+    pub secrets: Vec<String>,
+    pub request_timeout: Duration,
+}
+
+pub(super) fn command(spec: &SpawnSpec) -> Command {
+    let mut command = Command::new(&spec.binary);
+    command.arg("app-server");
+    for kv in &spec.overrides {
+        command.arg("-c").arg(kv);
+    }
+    command
+        .env_clear()
+        .envs(child_env(std::env::vars_os(), spec));
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// The child's environment: ours minus the gateway's own settings and secrets, plus
+/// `CODEX_HOME` and the configured extras.
+fn child_env(
+    inherited: impl Iterator<Item = (OsString, OsString)>,
+    spec: &SpawnSpec,
+) -> Vec<(OsString, OsString)> {
+    let is_secret = |value: &OsString| spec.secrets.iter().any(|s| value.to_str() == Some(s));
+    let is_withheld = |name: &OsString| {
+        let name = name.to_string_lossy();
+        spec.withheld_env_prefixes
+            .iter()
+            .any(|prefix| name.starts_with(prefix.as_str()))
+    };
+    let mut env: Vec<_> = inherited
+        .filter(|(name, value)| !is_withheld(name) && !is_secret(value))
+        .collect();
+    if let Some(home) = &spec.home {
+        env.push(("CODEX_HOME".into(), home.into()));
+    }
+    env.extend(spec.env.iter().map(|(k, v)| (k.into(), v.into())));
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    #[test]
+    fn child_env_drops_gateway_settings_and_secrets() {
+        let spec = SpawnSpec {
+            binary: "codex".into(),
+            home: Some("/data/codex".into()),
+            overrides: vec![],
+            env: BTreeMap::from([("EXTRA".into(), "1".into())]),
+            withheld_env_prefixes: vec!["CODEX_GATEWAY".into()],
+            secrets: vec!["tg-secret".into()],
+            request_timeout: Duration::from_secs(1),
+        };
+        let inherited = [
+            ("PATH", "/bin"),
+            ("CODEX_GATEWAY__TELEGRAM__TOKEN", "tg-secret"),
+            ("CODEX_GATEWAY__STORAGE__DATABASE", "/x.db"),
+            ("TELEGRAM_TOKEN", "tg-secret"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let env: HashMap<_, _> = child_env(inherited.into_iter(), &spec)
+            .into_iter()
+            .collect();
+        let names: Vec<_> = env
+            .keys()
+            .map(|k| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(env.len(), 3, "{names:?}");
+        assert_eq!(env[&OsString::from("PATH")], "/bin");
+        assert_eq!(env[&OsString::from("CODEX_HOME")], "/data/codex");
+        assert_eq!(env[&OsString::from("EXTRA")], "1");
+    }
+}

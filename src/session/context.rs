@@ -1,0 +1,69 @@
+//! What every chat's session shares, and how a session fails.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::codex::{Codex, CodexError};
+use crate::config::{ApprovalPolicy, CodexConfig, SandboxMode, WorkspaceMode};
+use crate::hygiene::Policy;
+use crate::metrics::Metrics;
+use crate::store::{Store, StoreError};
+
+/// What every session shares.
+pub struct Context {
+    pub store: Store,
+    pub codex: Codex,
+    pub settings: SessionSettings,
+    pub hygiene: Policy,
+    pub metrics: Metrics,
+}
+
+/// How threads are created and turns are bounded.
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    pub workspace: PathBuf,
+    pub workspace_mode: WorkspaceMode,
+    pub model: Option<String>,
+    pub approval_policy: ApprovalPolicy,
+    pub sandbox: SandboxMode,
+    pub turn_timeout: Duration,
+    pub approval_timeout: Duration,
+}
+
+impl SessionSettings {
+    pub fn from_config(codex: &CodexConfig) -> Self {
+        Self {
+            workspace: codex.workspace.clone(),
+            workspace_mode: codex.workspace_mode,
+            model: codex.model.clone(),
+            approval_policy: codex.approval_policy,
+            sandbox: codex.sandbox,
+            turn_timeout: Duration::from_secs(codex.turn_timeout_secs),
+            approval_timeout: Duration::from_secs(codex.approval_timeout_secs),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Codex(#[from] CodexError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot create the working directory {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl SessionError {
+    /// A fixed label for the error metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SessionError::Codex(_) => "codex",
+            SessionError::Store(_) => "store",
+            SessionError::Workspace { .. } => "workspace",
+        }
+    }
+}

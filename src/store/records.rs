@@ -1,0 +1,72 @@
+//! The store's own row types.
+
+use crate::hygiene::{CompactionOutcome, LastCompaction};
+
+/// A chat's row.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct ChatRecord {
+    pub thread_id: Option<String>,
+    pub cwd: String,
+    pub turns: i64,
+    pub last_tokens: Option<i64>,
+    pub total_tokens: Option<i64>,
+    pub context_window: Option<i64>,
+    last_compaction: Option<String>,
+    last_compaction_turn: Option<i64>,
+}
+
+impl ChatRecord {
+    /// The gateway's latest compaction of this thread, and how many turns ago it ran.
+    pub fn last_compaction(&self) -> Option<LastCompaction> {
+        let outcome = match self.last_compaction.as_deref()? {
+            "reduced" => CompactionOutcome::Reduced,
+            "noop" => CompactionOutcome::NoOp,
+            _ => CompactionOutcome::Failed,
+        };
+        Some(LastCompaction {
+            outcome,
+            turns_ago: self.turns - self.last_compaction_turn.unwrap_or(self.turns),
+        })
+    }
+}
+
+/// Why a chat stopped using a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetireReason {
+    New,
+    RolloutMissing,
+}
+
+impl RetireReason {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            RetireReason::New => "new",
+            RetireReason::RolloutMissing => "rollout_missing",
+        }
+    }
+}
+
+/// Token usage of a chat's thread, as the latest turn left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens in the context after the latest turn.
+    pub last_tokens: i64,
+    /// Tokens the thread has used in all.
+    pub total_tokens: i64,
+    pub context_window: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}

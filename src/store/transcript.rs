@@ -1,0 +1,75 @@
+//! The chats' transcripts: what was said, kept to seed a thread whose rollout is lost.
+
+use tracing::instrument;
+
+use super::{Role, Store, StoreError, now};
+use crate::chat::ChatKey;
+
+impl Store {
+    #[instrument(skip_all, fields(chat = %chat, thread_id))]
+    pub async fn append_transcript(
+        &self,
+        chat: &ChatKey,
+        thread_id: &str,
+        role: Role,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        let mut connection = self.pool.acquire().await?;
+        insert_transcript(&mut connection, chat, thread_id, role, text).await
+    }
+
+    /// The last `limit` transcript entries of the chat's current conversation
+    /// (everything since its last `/new`), oldest first.
+    #[instrument(skip_all, fields(chat = %chat))]
+    pub async fn recent_transcript(
+        &self,
+        chat: &ChatKey,
+        limit: i64,
+    ) -> Result<Vec<(Role, String)>, StoreError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT role, text FROM (
+                SELECT id, role, text FROM transcript
+                WHERE chat_key = ?1 AND id > COALESCE((
+                    SELECT MAX(t.id) FROM transcript t JOIN thread_history h
+                      ON h.chat_key = t.chat_key AND h.thread_id = t.thread_id
+                    WHERE t.chat_key = ?1 AND h.reason = 'new'), 0)
+                ORDER BY id DESC LIMIT ?2)
+             ORDER BY id",
+        )
+        .bind(chat.to_string())
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(role, text)| {
+                let role = if role == "user" {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                (role, text)
+            })
+            .collect())
+    }
+}
+
+pub(super) async fn insert_transcript(
+    connection: &mut sqlx::SqliteConnection,
+    chat: &ChatKey,
+    thread_id: &str,
+    role: Role,
+    text: &str,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO transcript (chat_key, thread_id, role, text, at) VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(chat.to_string())
+    .bind(thread_id)
+    .bind(role.as_str())
+    .bind(text)
+    .bind(now())
+    .execute(connection)
+    .await?;
+    Ok(())
+}
