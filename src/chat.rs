@@ -95,6 +95,9 @@ pub enum OutboundKind {
     Partial(String),
     /// A turn started (`true`) or ended (`false`): platforms show a typing indicator.
     Working(bool),
+    /// The turn is over and its reply (if any) was sent: the next turn's text starts a
+    /// new message. `marker` says how a turn that did not complete ended ("stopped").
+    TurnEnded { marker: Option<String> },
     /// Codex asks to approve an action; answer with `Router::decide_approval`.
     Approval(ApprovalPrompt),
     /// A gateway notice that answers one message, to that message's answer slot

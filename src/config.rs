@@ -166,6 +166,9 @@ pub struct TelegramConfig {
     pub group_threads: GroupThreads,
     /// Least time between two edits of a streaming reply in one chat.
     pub edit_interval_ms: u64,
+    /// How long a turn runs before its reply starts streaming; quicker answers are sent
+    /// as one message.
+    pub first_flush_ms: u64,
     /// How long one getUpdates long poll waits for news.
     pub poll_timeout_secs: u32,
 }
@@ -180,6 +183,7 @@ impl Default for TelegramConfig {
             allowed_chats: Vec::new(),
             group_threads: GroupThreads::PerChat,
             edit_interval_ms: 1000,
+            first_flush_ms: 1000,
             poll_timeout_secs: 30,
         }
     }
@@ -215,6 +219,9 @@ pub struct DiscordConfig {
     pub guild_ids: Vec<u64>,
     /// Least time between two edits of a streaming reply in one channel.
     pub edit_interval_ms: u64,
+    /// How long a turn runs before its reply starts streaming; quicker answers are sent
+    /// as one message.
+    pub first_flush_ms: u64,
 }
 
 impl Default for DiscordConfig {
@@ -229,6 +236,7 @@ impl Default for DiscordConfig {
             channels: Vec::new(),
             guild_ids: Vec::new(),
             edit_interval_ms: 1000,
+            first_flush_ms: 1000,
         }
     }
 }

@@ -285,3 +285,117 @@ async fn rate_limited_and_failed_rest_calls_are_retried() {
         "the reply was not one message"
     );
 }
+
+/// Pasted code, as people send it: newlines, indentation, tabs, repeated spaces, Unicode.
+const PASTED: &str = "fix this:\ndef f(x):\n    if x:\n\treturn  'ü ✓'\n\n    return None";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pasted_code_reaches_codex_byte_for_byte() {
+    let (env, dc, config) = setup().await;
+    dc.add_thread(THREAD, LISTED);
+    let gateway = start(&dc, &config).await;
+    let sends = [
+        (CHANNEL, format!("<@{BOT_ID}> {PASTED}")),
+        (THREAD, format!("<@!{BOT_ID}>\n{PASTED}")),
+        (ALICE_DM, PASTED.to_owned()),
+    ];
+    for (channel, content) in &sends {
+        if *channel == ALICE_DM {
+            dc.dm(*channel, ALICE, content);
+        } else {
+            dc.channel_message(*channel, ALICE, &[], content);
+        }
+        dc.wait_for_content(*channel, |t| t.starts_with("Echo: fix this:"))
+            .await;
+    }
+    gateway.stop().await;
+    let seen: Vec<String> = env
+        .model
+        .turn_requests()
+        .iter()
+        .map(|r| r.last_human_text())
+        .collect();
+    assert_eq!(seen, [PASTED; 3], "the text Codex got was changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_messages_are_not_prompts() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    // In a listed channel every message from a person is a prompt; these are not.
+    for (kind, content) in [(18, "thread opened"), (6, ""), (7, ""), (8, "boost")] {
+        dc.system_message(LISTED, ALICE, kind, content);
+    }
+    dc.channel_message(LISTED, ALICE, &[], "a real question");
+    dc.wait_for_content(LISTED, |t| t == "Echo: a real question")
+        .await;
+    gateway.stop().await;
+    assert_eq!(
+        env.model.turn_requests().len(),
+        1,
+        "a system message reached Codex"
+    );
+    assert_eq!(dc.contents(LISTED).len(), 1, "{:?}", dc.contents(LISTED));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_and_the_message_after_it_keep_their_order() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("remember orderword"));
+    dc.wait_for_content(CHANNEL, |t| t == "Echo: remember orderword")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await; // the turn has ended
+    // As a person types them: `/new`, then at once the next message. Discord needs a
+    // moment to accept the command's deferral; the message must not overtake the command.
+    dc.slash(CHANNEL, ALICE, "new");
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("which word?"));
+    dc.wait_for_content(CHANNEL, |t| t == "Echo: which word?")
+        .await;
+    dc.wait_for_call("PATCH", "/messages/@original", |b| {
+        b["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("Started a new conversation"))
+    })
+    .await;
+    gateway.stop().await;
+    let request = env.model.request_for("which word?");
+    assert!(
+        !request.text().contains("orderword"),
+        "the message ran before /new, in the old thread"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_during_a_turn_is_answered_at_once_and_its_result_posted() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(
+        CHANNEL,
+        ALICE,
+        &[],
+        &mention("slow: one two three four five"),
+    );
+    dc.wait_for_call("POST", &format!("/channels/{CHANNEL}/messages"), |_| true)
+        .await;
+    dc.slash(CHANNEL, ALICE, "new");
+    // The interaction is answered while the turn still runs, not 15 minutes later.
+    dc.wait_for_call("PATCH", "/messages/@original", |b| {
+        b["content"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Queued"))
+    })
+    .await;
+    assert!(
+        dc.contents(CHANNEL)
+            .iter()
+            .all(|(_, t)| !t.contains("one two three four five")),
+        "the queued answer came after the turn"
+    );
+    // After the turn, the command's result is a message of its own.
+    dc.wait_for_content(CHANNEL, |t| t.contains("Started a new conversation"))
+        .await;
+    gateway.stop().await;
+    let answers = dc.calls("PATCH", "/messages/@original");
+    assert_eq!(answers.len(), 1, "one answer per interaction");
+}

@@ -96,7 +96,6 @@ async fn health_and_metrics_reflect_a_real_conversation() {
     config.telegram.token = Some(support::secret("123:TEST"));
     config.telegram.api_url = telegram.url.clone();
     config.telegram.allowed_users = vec![ALICE];
-    config.telegram.poll_timeout_secs = 1;
     let gateway = Gateway::start(&config);
     wait_healthy(port).await;
 

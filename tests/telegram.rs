@@ -3,6 +3,8 @@
 
 mod support;
 
+use std::time::{Duration, Instant};
+
 use codex_gateway::config::{ApprovalPolicy, Config};
 use serde_json::Value;
 use support::telegram::{BOT_USERNAME, FakeTelegram, visible_text};
@@ -19,7 +21,6 @@ fn config(env: &TestEnv, telegram: &FakeTelegram) -> Config {
     config.telegram.token = Some(support::secret("123:TEST"));
     config.telegram.api_url = telegram.url.clone();
     config.telegram.allowed_users = vec![ALICE];
-    config.telegram.poll_timeout_secs = 1;
     config
 }
 
@@ -341,15 +342,165 @@ async fn rate_limits_and_rejected_markup_never_lose_the_reply() {
     let (_env, tg, config) = setup().await;
     let gateway = Gateway::start(&config);
     tg.rate_limit_next("sendMessage", 1);
-    tg.reject_html_next("editMessageText");
+    tg.reject_html_next("sendMessage");
     tg.dm(ALICE, "say **bold** <things>");
     let (_, text) = tg
         .wait_for_text(ALICE, |t| t.starts_with("Echo: say"))
         .await;
     gateway.stop().await;
-    // The HTML edit was refused, so the Markdown arrived as plain text.
+    // The HTML send was refused, so the Markdown arrived as plain text, in one message.
     assert_eq!(text, "Echo: say **bold** <things>");
+    assert_eq!(tg.texts(ALICE).len(), 1, "{:?}", tg.texts(ALICE));
     let sends = tg.calls("sendMessage");
     assert!(sends.len() >= 2, "the rate-limited send was not retried");
     assert!(sends[1].at - sends[0].at >= std::time::Duration::from_millis(950));
+}
+
+/// Telegram holds an idle long poll for its full timeout (30 s by default). The bot must
+/// wait each one out without an error, and still take the first message after a quiet
+/// spell at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_bot_holds_full_polls_and_answers_at_once() {
+    let (_env, tg, config) = setup().await;
+    assert_eq!(config.telegram.poll_timeout_secs, 30, "the default");
+    let gateway = Gateway::start(&config);
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let sent = Instant::now();
+    tg.dm(ALICE, "after a quiet spell");
+    tg.wait_for_text(ALICE, |t| t == "Echo: after a quiet spell")
+        .await;
+    gateway.stop().await;
+
+    let polls: Vec<_> = tg
+        .polls()
+        .into_iter()
+        .filter(|p| p.started < sent)
+        .collect();
+    let (last, quiet) = polls.split_last().expect("polls during the quiet spell");
+    assert!(!quiet.is_empty(), "{polls:?}");
+    for (poll, next) in quiet.iter().zip(&polls[1..]) {
+        let answered = poll.answered.expect("the bot gave up on a held poll");
+        assert!(
+            answered - poll.started >= Duration::from_secs(29),
+            "{poll:?}"
+        );
+        assert_eq!(poll.updates, 0);
+        let gap = next.started - answered;
+        assert!(gap < Duration::from_millis(500), "{gap:?} between polls");
+    }
+    let picked_up = last.answered.expect("the message's poll was answered") - sent;
+    println!("telegram: message picked up {picked_up:?} after a 40 s quiet spell");
+    assert!(picked_up < Duration::from_secs(1), "{picked_up:?}");
+}
+
+/// Pasted code, as people send it: newlines, indentation, tabs, repeated spaces, Unicode.
+const PASTED: &str = "fix this:\ndef f(x):\n    if x:\n\treturn  'ü ✓'\n\n    return None";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pasted_code_reaches_codex_byte_for_byte() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, PASTED);
+    tg.wait_for_text(ALICE, |t| t.starts_with("Echo: fix this:"))
+        .await;
+    tg.group_message(GROUP, ALICE, &format!("@{BOT_USERNAME} {PASTED}"), None);
+    tg.group_message(GROUP, ALICE, &format!("@{BOT_USERNAME}\n{PASTED}"), Some(7));
+    tg.wait_for_call("sendMessage", |b| {
+        b["message_thread_id"] == 7 && b["text"].as_str().is_some_and(|t| t.contains("fix this"))
+    })
+    .await;
+    tg.wait_for_call("sendMessage", |b| {
+        b["chat_id"] == GROUP
+            && b.get("message_thread_id").is_none()
+            && b["text"].as_str().is_some_and(|t| t.contains("fix this"))
+    })
+    .await;
+    gateway.stop().await;
+    let seen: Vec<String> = env
+        .model
+        .turn_requests()
+        .iter()
+        .map(|r| r.last_human_text())
+        .collect();
+    assert_eq!(seen, [PASTED; 3], "the text Codex got was changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_answer_is_one_message_and_each_turn_starts_a_new_one() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "quick one");
+    tg.wait_for_text(ALICE, |t| t == "Echo: quick one").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        tg.calls("sendMessage").len(),
+        1,
+        "a quick answer is one send"
+    );
+    assert!(tg.calls("editMessageText").is_empty(), "and no edit");
+
+    // A streamed answer, stopped: its message keeps its text and says so.
+    tg.dm(ALICE, "slow: alpha beta gamma delta epsilon zeta eta theta");
+    let (streamed, _) = tg.wait_for_text(ALICE, |t| t.contains("alpha")).await;
+    tg.dm(ALICE, "/stop");
+    tg.wait_for_text(ALICE, |t| t.contains("alpha") && t.ends_with("(stopped)"))
+        .await;
+    // The next answer is a new message, not an edit of the stopped one.
+    tg.dm(ALICE, "after the stop");
+    let (next, _) = tg
+        .wait_for_text(ALICE, |t| t == "Echo: after the stop")
+        .await;
+    gateway.stop().await;
+    assert_ne!(next, streamed);
+    let stopped = tg.text_of(streamed).unwrap();
+    assert!(
+        stopped.ends_with("(stopped)") && !stopped.contains("after the stop"),
+        "{stopped:?}"
+    );
+}
+
+/// 300 strangers write at once, to a Bot API that answers 429 past 30 sends a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_strangers_never_slows_the_owner() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "warm up");
+    tg.wait_for_text(ALICE, |t| t == "Echo: warm up").await;
+
+    let strangers: Vec<i64> = (0..300).map(|i| 50_000 + i).collect();
+    for stranger in &strangers {
+        tg.dm(*stranger, "let me in");
+    }
+    let asked = Instant::now();
+    tg.dm(ALICE, "owner here");
+    tg.wait_for_text(ALICE, |t| t == "Echo: owner here").await;
+    let answered = asked.elapsed();
+    for stranger in &strangers[..10] {
+        tg.dm(*stranger, "let me in, again");
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    gateway.stop().await;
+
+    println!("telegram: owner answered {answered:?} into a flood of 300 strangers");
+    assert!(answered < Duration::from_secs(5), "{answered:?}");
+    let refusals = tg.calls("sendMessage");
+    for stranger in &strangers {
+        let told = refusals
+            .iter()
+            .filter(|c| c.body["chat_id"] == *stranger && !c.rate_limited)
+            .count();
+        assert!(told <= 1, "stranger {stranger} was refused {told} times");
+    }
+    let delivered = refusals
+        .iter()
+        .filter(|c| c.body["chat_id"] != ALICE)
+        .count();
+    assert!(delivered > 0, "no stranger was told anything");
+    assert!(
+        env.model
+            .turn_requests()
+            .iter()
+            .all(|r| !r.text().contains("let me in")),
+        "a stranger reached Codex"
+    );
 }

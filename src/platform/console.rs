@@ -76,7 +76,10 @@ async fn print_answers(
                 format!("[gateway] {text}\n")
             }
             // The console prints whole replies; it cannot approve (can_approve is false).
-            OutboundKind::Partial(_) | OutboundKind::Working(_) | OutboundKind::Approval(_) => {
+            OutboundKind::Partial(_)
+            | OutboundKind::Working(_)
+            | OutboundKind::TurnEnded { .. }
+            | OutboundKind::Approval(_) => {
                 continue;
             }
         };

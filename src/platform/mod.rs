@@ -4,6 +4,8 @@ pub mod approvals;
 pub mod console;
 pub mod delivery;
 pub mod discord;
+pub mod mention;
+pub mod refusals;
 pub mod retry;
 pub mod telegram;
 

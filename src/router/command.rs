@@ -55,11 +55,11 @@ pub fn parse(text: &str) -> Input<'_> {
     }
     let first_word = trimmed.split_whitespace().next().unwrap_or_default();
     let Some(name) = first_word.strip_prefix('/') else {
-        return Input::Text(trimmed);
+        return Input::Text(body(text));
     };
     let name = name.split_once('@').map_or(name, |(name, _bot)| name);
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Input::Text(trimmed);
+        return Input::Text(body(text));
     }
     let command = match name.to_ascii_lowercase().as_str() {
         "new" | "reset" => Command::New,
@@ -70,6 +70,17 @@ pub fn parse(text: &str) -> Input<'_> {
         _ => return Input::UnknownCommand(first_word),
     };
     Input::Command(command)
+}
+
+/// The text as Codex gets it: blank lines around it dropped, the rest as typed (the first
+/// line's indentation included, as in pasted code).
+fn body(text: &str) -> &str {
+    let text = text.trim_end();
+    let blank_lines = text.len() - text.trim_start().len();
+    let first_line = text[..blank_lines]
+        .rfind('\n')
+        .map_or(0, |newline| newline + 1);
+    &text[first_line..]
 }
 
 #[cfg(test)]
@@ -98,7 +109,11 @@ mod tests {
             ("hello /new", Input::Text("hello /new")),
             (
                 "  read file notes.txt \n",
-                Input::Text("read file notes.txt"),
+                Input::Text("  read file notes.txt"),
+            ),
+            (
+                "\n\n    indented()\n\tnext  line\n\n",
+                Input::Text("    indented()\n\tnext  line"),
             ),
             ("", Input::Empty),
             (" \t\n ", Input::Empty),

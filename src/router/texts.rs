@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::command::MAX_INPUT_BYTES;
-use crate::codex::CodexError;
+use crate::codex::{CodexError, TurnStatus};
 use crate::session::SessionError;
 
 pub const EMPTY_MESSAGE: &str = "(empty message ignored)";
@@ -57,6 +57,24 @@ pub fn approval_declined(what: &str) -> String {
     format!(
         "Codex asked for approval to run `{what}`; this chat cannot approve requests, so it was declined."
     )
+}
+
+/// How a turn that did not complete ended, as a marker under its streamed text.
+pub fn turn_marker(status: TurnStatus, timed_out: bool, error: Option<&str>) -> Option<String> {
+    match status {
+        TurnStatus::Interrupted if timed_out => Some("stopped at the time limit".into()),
+        TurnStatus::Interrupted => Some("stopped".into()),
+        TurnStatus::Failed => Some(format!("failed: {}", error.unwrap_or("no reason given"))),
+        TurnStatus::Completed | TurnStatus::InProgress => None,
+    }
+}
+
+/// The marker of a turn Codex never closed.
+pub fn lost_turn_marker(process_died: bool) -> &'static str {
+    match process_died {
+        true => "interrupted: Codex restarted",
+        false => "detached: Codex did not stop",
+    }
 }
 
 /// The line the chat sees for a failed request; details go to the log.

@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 pub const BOT_ID: u64 = 4242;
+/// How long the fake takes to accept an interaction callback (Discord: about as long).
+const INTERACTION_LATENCY: Duration = Duration::from_millis(150);
 pub const APP_ID: u64 = 777;
 pub const GUILD: u64 = 9000;
 
@@ -143,6 +145,15 @@ impl FakeDiscord {
     pub fn channel_message(&self, channel: u64, author: u64, roles: &[u64], content: &str) {
         let mut data = message(self.next_id(), channel, author, content, true);
         data["member"] = member(author, roles);
+        data["member"].as_object_mut().unwrap().remove("user");
+        self.dispatch("MESSAGE_CREATE", data);
+    }
+
+    /// A system message (`kind`: 18 thread created, 6 pin, 7 member join, 8 boost).
+    pub fn system_message(&self, channel: u64, author: u64, kind: u64, content: &str) {
+        let mut data = message(self.next_id(), channel, author, content, true);
+        data["type"] = json!(kind);
+        data["member"] = member(author, &[]);
         data["member"].as_object_mut().unwrap().remove("user");
         self.dispatch("MESSAGE_CREATE", data);
     }
@@ -310,6 +321,11 @@ async fn rest(
         let body =
             json!({"message": "fake failure", "code": 0, "retry_after": 0.5, "global": false});
         return (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
+    }
+    if path.starts_with("/interactions/") {
+        // Discord takes a moment to accept an interaction's answer; a gateway that waits
+        // for it before handling the command lets later messages overtake the command.
+        tokio::time::sleep(INTERACTION_LATENCY).await;
     }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let json = |value: Value| axum::Json(value).into_response();

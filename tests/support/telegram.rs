@@ -1,5 +1,7 @@
-//! A fake Telegram Bot API on 127.0.0.1: serves queued updates to getUpdates long polls,
-//! records every call, and answers sends and edits with full Message objects.
+//! A fake Telegram Bot API on 127.0.0.1 that behaves like the real one at its defaults:
+//! getUpdates long polls are held for the full requested timeout, more than 30 sends or
+//! edits a second are answered with 429 and `retry_after`, every call is recorded, and
+//! sends and edits are answered with full Message objects.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -23,13 +25,30 @@ pub struct Call {
     pub method: String,
     pub body: Value,
     pub at: Instant,
+    /// Refused with 429 for going over the per-second limit.
+    pub rate_limited: bool,
 }
+
+/// One getUpdates long poll.
+#[derive(Debug, Clone)]
+pub struct Poll {
+    pub started: Instant,
+    /// When the fake answered; `None` while held, or if the client gave up first.
+    pub answered: Option<Instant>,
+    pub updates: usize,
+}
+
+/// Sends and edits Telegram takes from one bot in a second.
+const SENDS_PER_SECOND: usize = 30;
 
 #[derive(Default)]
 struct Inner {
     /// Updates not yet acknowledged by a getUpdates offset.
     updates: Mutex<VecDeque<Value>>,
     calls: Mutex<Vec<Call>>,
+    polls: Mutex<Vec<Poll>>,
+    /// When recent sends and edits were accepted, for the per-second limit.
+    recent_sends: Mutex<VecDeque<Instant>>,
     /// Current text of every message the bot sent, by message id.
     texts: Mutex<BTreeMap<i64, (i64, String)>>,
     /// Error answers to give, once each, to the next call of a method.
@@ -175,6 +194,10 @@ impl FakeTelegram {
             .push((method.to_ascii_lowercase(), answer));
     }
 
+    pub fn polls(&self) -> Vec<Poll> {
+        self.inner.polls.lock().unwrap().clone()
+    }
+
     pub fn calls(&self, method: &str) -> Vec<Call> {
         let method = method.to_ascii_lowercase();
         self.inner
@@ -267,12 +290,20 @@ async fn handle(
 ) -> axum::Json<Value> {
     let method = method.to_ascii_lowercase();
     let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
+    let limited = matches!(method.as_str(), "sendmessage" | "editmessagetext");
+    let rate_limited = limited && !inner.take_send_slot();
     if method != "getupdates" {
         inner.calls.lock().unwrap().push(Call {
             method: method.clone(),
             body: body.clone(),
             at: Instant::now(),
+            rate_limited,
         });
+    }
+    if rate_limited {
+        return axum::Json(json!({"ok": false, "error_code": 429,
+            "description": "Too Many Requests: retry after 1",
+            "parameters": {"retry_after": 1}}));
     }
     let keys = [method.clone(), format!("{method}+html")];
     let html = body["parse_mode"] == "HTML";
@@ -337,17 +368,50 @@ async fn handle(
     axum::Json(json!({"ok": true, "result": result}))
 }
 
-/// Drops acknowledged updates, then returns the rest, waiting up to the poll timeout.
+impl Inner {
+    /// Whether one more send or edit fits this second's limit (and counts it if so).
+    fn take_send_slot(&self) -> bool {
+        let mut recent = self.recent_sends.lock().unwrap();
+        let now = Instant::now();
+        while recent
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= Duration::from_secs(1))
+        {
+            recent.pop_front();
+        }
+        let free = recent.len() < SENDS_PER_SECOND;
+        if free {
+            recent.push_back(now);
+        }
+        free
+    }
+}
+
+/// Drops acknowledged updates, then returns the rest, holding the poll for up to its
+/// full timeout as Telegram does.
 async fn updates(inner: &Inner, body: &Value) -> Value {
     let offset = body["offset"].as_i64().unwrap_or(0);
-    let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0).min(5));
-    let deadline = tokio::time::Instant::now() + timeout;
+    let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0));
+    let started = tokio::time::Instant::now();
+    let deadline = started + timeout;
+    let poll = {
+        let mut polls = inner.polls.lock().unwrap();
+        polls.push(Poll {
+            started: started.into_std(),
+            answered: None,
+            updates: 0,
+        });
+        polls.len() - 1
+    };
     loop {
         let news = inner.news.notified();
         {
             let mut queue = inner.updates.lock().unwrap();
             queue.retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
             if !queue.is_empty() || tokio::time::Instant::now() >= deadline {
+                let mut polls = inner.polls.lock().unwrap();
+                polls[poll].answered = Some(Instant::now());
+                polls[poll].updates = queue.len();
                 return Value::Array(queue.iter().cloned().collect());
             }
         }

@@ -77,18 +77,22 @@ impl Sink for DiscordChat {
     }
 
     /// The answer to a slash command edits its deferred response; once that has expired
-    /// (or is gone), the answer is a message.
+    /// (or cannot be edited), the answer is a message.
     async fn answer(&self, slot: AnswerSlot, text: &str) {
-        let Some(command) = self.commands.take(slot) else {
+        let Some(command) = self.commands.take(slot).await else {
             return self.notice(text).await;
         };
         let pieces = render::split(text, Self::LIMIT, Self::units);
-        let mut pieces = pieces.iter();
-        let first = pieces.next().cloned().unwrap_or_default();
+        let (first, rest) = pieces.split_first().expect("split gives a piece");
         let http = &self.http;
-        call(|| command.edit_response(http, EditInteractionResponse::new().content(first.clone())))
-            .await;
-        for piece in pieces {
+        let response = || EditInteractionResponse::new().content(first.clone());
+        if call(|| command.edit_response(http, response()))
+            .await
+            .is_none()
+        {
+            self.send(first).await;
+        }
+        for piece in rest {
             self.send(piece).await;
         }
     }

@@ -2,6 +2,7 @@
 //! without the bot's mention. Pure functions.
 
 use crate::config::DiscordConfig;
+use crate::platform::mention;
 
 /// Allowed by user id, or by one of the member's roles.
 pub fn is_allowed(config: &DiscordConfig, user_id: u64, roles: &[u64]) -> bool {
@@ -14,14 +15,10 @@ pub fn mentions(content: &str, bot_id: u64) -> bool {
     content.contains(&format!("<@{bot_id}>")) || content.contains(&format!("<@!{bot_id}>"))
 }
 
-/// The text without the bot's mentions.
+/// The text without the bot's mentions (`<@id>` and `<@!id>`); all else as typed.
 pub fn strip_mention(content: &str, bot_id: u64) -> String {
-    content
-        .replace(&format!("<@!{bot_id}>"), "")
-        .replace(&format!("<@{bot_id}>"), "")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    let text = mention::strip_mention(content, &format!("<@!{bot_id}>"));
+    mention::strip_mention(&text, &format!("<@{bot_id}>"))
 }
 
 #[cfg(test)]
@@ -49,7 +46,10 @@ mod tests {
         assert!(mentions("<@42> read x", 42));
         assert!(mentions("hey <@!42>", 42));
         assert!(!mentions("<@421> read", 42));
-        assert_eq!(strip_mention("<@42> read  file x", 42), "read file x");
-        assert_eq!(strip_mention("hey <@!42>, go", 42), "hey , go");
+        assert_eq!(
+            strip_mention("<@42> read  file\n\tx", 42),
+            "read  file\n\tx"
+        );
+        assert_eq!(strip_mention("hey <@!42>, go", 42), "hey go");
     }
 }

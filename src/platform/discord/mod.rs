@@ -5,6 +5,7 @@
 
 mod delivery;
 mod inbound;
+mod order;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use serenity::all::{
     ChannelId, ChannelType, ClientBuilder, CommandInteraction, ComponentInteraction, Context,
     CreateCommand, CreateInteractionResponse, CreateInteractionResponseMessage, EventHandler,
-    GatewayIntents, GuildId, HttpBuilder, Interaction, Message, Ready,
+    GatewayIntents, GuildId, HttpBuilder, Interaction, Message, MessageType, Ready,
 };
 use serenity::async_trait;
 use serenity::http::Http;
@@ -23,10 +24,13 @@ use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
 use super::approvals::{self, Pressed, Presser};
+use super::refusals::Refusals;
 use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbox, Platform};
 use crate::config::DiscordConfig;
 use crate::platform;
+use crate::platform::delivery::Pace;
 use crate::router::{Router, command};
+use order::InOrder;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {
@@ -37,23 +41,42 @@ pub enum DiscordError {
 /// Discord lets a bot answer an interaction for 15 minutes.
 const INTERACTION_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
-/// Deferred slash commands waiting for their answer, by interaction id.
+/// A slash command waiting for its answer.
+struct PendingCommand {
+    command: CommandInteraction,
+    since: Instant,
+    /// True once Discord has taken the deferral: only then can the answer edit it.
+    deferred: watch::Receiver<bool>,
+}
+
+/// Slash commands waiting for their answer, by interaction id.
 #[derive(Default)]
-struct PendingCommands(Mutex<HashMap<u64, (CommandInteraction, Instant)>>);
+struct PendingCommands(Mutex<HashMap<u64, PendingCommand>>);
 
 impl PendingCommands {
-    /// Keeps the command until its answer comes; forgets commands that expired.
-    fn hold(&self, command: CommandInteraction) -> AnswerSlot {
+    /// Keeps the command until its answer comes (forgetting commands that expired); the
+    /// sender says when its deferral has been sent.
+    fn hold(&self, command: CommandInteraction) -> (AnswerSlot, watch::Sender<bool>) {
         let id = command.id.get();
+        let (deferred, deferral) = watch::channel(false);
         let mut pending = self.0.lock().expect("lock");
-        pending.retain(|_, (_, since)| since.elapsed() < INTERACTION_LIFETIME);
-        pending.insert(id, (command, Instant::now()));
-        AnswerSlot(id)
+        pending.retain(|_, held| held.since.elapsed() < INTERACTION_LIFETIME);
+        let since = Instant::now();
+        let held = PendingCommand {
+            command,
+            since,
+            deferred: deferral,
+        };
+        pending.insert(id, held);
+        (AnswerSlot(id), deferred)
     }
 
-    fn take(&self, slot: AnswerSlot) -> Option<CommandInteraction> {
-        let (command, since) = self.0.lock().expect("lock").remove(&slot.0)?;
-        (since.elapsed() < INTERACTION_LIFETIME).then_some(command)
+    /// The command of `slot`, once its deferral is through; `None` if it expired.
+    async fn take(&self, slot: AnswerSlot) -> Option<CommandInteraction> {
+        let mut held = self.0.lock().expect("lock").remove(&slot.0)?;
+        // A failed deferral (sender gone) still lets the answer try, then fall back.
+        let _ = held.deferred.wait_for(|deferred| *deferred).await;
+        (held.since.elapsed() < INTERACTION_LIFETIME).then_some(held.command)
     }
 }
 
@@ -72,6 +95,9 @@ struct Intake {
     stopped: AtomicBool,
     commands: Arc<PendingCommands>,
     parents: ThreadParents,
+    /// Refusals to strangers writing DMs, paced off the event handlers.
+    refusals: Refusals<(ChannelId, u64)>,
+    in_order: InOrder,
 }
 
 /// Checks the token, then connects to the gateway and starts serving.
@@ -89,23 +115,35 @@ pub async fn start(
         | GatewayIntents::DIRECT_MESSAGES
         | GatewayIntents::MESSAGE_CONTENT;
     let commands = Arc::new(PendingCommands::default());
+    let refusal_http = Arc::new(rest_client(config, token));
+    let refusals = Refusals::start(move |(channel, user_id): (ChannelId, u64)| {
+        let http = refusal_http.clone();
+        async move {
+            delivery::send_plain(&http, channel, &refusal(user_id)).await;
+        }
+    });
     let intake = Arc::new(Intake {
         config: config.clone(),
+        in_order: InOrder::start(router.clone()),
         router,
         outbox: Mutex::new(Some(outbox)),
         bot_id: AtomicU64::new(me.id.get()),
         stopped: AtomicBool::new(false),
         commands: commands.clone(),
         parents: ThreadParents::default(),
+        refusals,
     });
     let mut client = ClientBuilder::new_with_http(http, intents)
         .event_handler_arc(Arc::new(Handler(intake.clone())))
         .await
         .map_err(DiscordError::Start)?;
 
-    let interval = Duration::from_millis(config.edit_interval_ms);
+    let pace = Pace {
+        edit_interval: Duration::from_millis(config.edit_interval_ms),
+        first_flush: Duration::from_millis(config.first_flush_ms),
+    };
     let http = client.http.clone();
-    let delivery = tokio::spawn(platform::delivery::run(answers, interval, move |chat| {
+    let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
         Some(delivery::DiscordChat {
             http: http.clone(),
             commands: commands.clone(),
@@ -154,7 +192,12 @@ impl EventHandler for Handler {
     }
 
     async fn message(&self, ctx: Context, message: Message) {
-        if message.author.bot || self.0.stopped.load(Ordering::SeqCst) {
+        // Only what a person wrote: not bots, not system messages (pins, joins, threads).
+        let written = matches!(
+            message.kind,
+            MessageType::Regular | MessageType::InlineReply
+        );
+        if message.author.bot || !written || self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
         self.0.on_message(&ctx.http, message).await;
@@ -218,17 +261,12 @@ impl Intake {
             .map(|m| m.roles.iter().map(|r| r.get()).collect())
             .unwrap_or_default();
         if !inbound::is_allowed(&self.config, user_id, &roles) {
-            warn!(
-                user_id,
-                channel = message.channel_id.get(),
-                "discord: ignored a user who is not allowed"
-            );
-            if dm {
-                let refusal = format!(
-                    "Sorry, you are not allowed to use this bot. Your Discord user id is {user_id}; \
-                     the bot's owner can add it to discord.allowed_users."
-                );
-                delivery::send_plain(http, message.channel_id, &refusal).await;
+            let channel = message.channel_id;
+            // Only a DM is told why; in channels strangers are ignored.
+            let told = dm && self.refusals.offer(user_id, (channel, user_id));
+            match told {
+                true => warn!(user_id, "discord: refused a user who is not allowed"),
+                false => debug!(user_id, "discord: ignored a user who is not allowed"),
             }
             return;
         }
@@ -243,21 +281,31 @@ impl Intake {
             return;
         }
         let chat = chat_key(message.channel_id);
-        self.dispatch(chat, message.author.name.clone(), text, None);
+        let user = message.author.name.clone();
+        self.dispatch(message.id.get(), chat, user, text, None);
     }
 
-    fn dispatch(&self, chat: ChatKey, user: String, text: String, slot: Option<AnswerSlot>) {
+    /// Hands a message to the router, in Discord's order (`snowflake` is its id).
+    fn dispatch(
+        &self,
+        snowflake: u64,
+        chat: ChatKey,
+        user: String,
+        text: String,
+        slot: Option<AnswerSlot>,
+    ) {
         let Some(reply_to) = self.outbox.lock().expect("lock").clone() else {
             return; // stopping: the message is not taken
         };
-        self.router.dispatch(Inbound {
+        let inbound = Inbound {
             chat,
             user,
             text,
             reply_to,
             answer_slot: slot,
             can_approve: true,
-        });
+        };
+        self.in_order.dispatch(snowflake, inbound);
     }
 
     /// A listed channel, or a thread whose parent is listed.
@@ -301,15 +349,17 @@ impl Intake {
             );
             return respond(command.create_response(http, ephemeral(&refusal))).await;
         }
-        // Deferred: the command's answer edits this response (see delivery).
-        if let Err(error) = command.defer(http).await {
-            warn!(%error, "discord: could not defer a slash command");
-        }
+        // Dispatched first, so the command keeps its place before later messages; its
+        // answer edits the deferred response once the deferral is through (see delivery).
         let chat = chat_key(command.channel_id);
         let text = format!("/{}", command.data.name);
         let user = command.user.name.clone();
-        let slot = self.commands.hold(command);
-        self.dispatch(chat, user, text, Some(slot));
+        let (slot, deferred) = self.commands.hold(command.clone());
+        self.dispatch(command.id.get(), chat, user, text, Some(slot));
+        if let Err(error) = command.defer(http).await {
+            warn!(%error, "discord: could not defer a slash command");
+        }
+        let _ = deferred.send(true);
     }
 
     /// An approval button: only allowed users decide; the prompt then shows who decided.
@@ -330,6 +380,13 @@ impl Intake {
         };
         respond(button.create_response(http, response)).await;
     }
+}
+
+fn refusal(user_id: u64) -> String {
+    format!(
+        "Sorry, you are not allowed to use this bot. Your Discord user id is {user_id}; \
+         the bot's owner can add it to discord.allowed_users."
+    )
 }
 
 fn chat_key(channel: ChannelId) -> ChatKey {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use teloxide::payloads::{EditMessageTextSetters, SendMessage, SendMessageSetters};
-use teloxide::prelude::Requester;
+use teloxide::prelude::{Bot, Requester};
 use teloxide::requests::JsonRequest;
 use teloxide::types::{
     ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode,
@@ -34,7 +34,7 @@ impl Sink for TelegramChat {
     }
 
     async fn send(&self, text: &str) -> Option<MessageId> {
-        call(|| message(&self.shared, self.target, text))
+        call(|| message(&self.shared.bot, self.target, text))
             .await
             .map(|m| m.id)
     }
@@ -43,7 +43,8 @@ impl Sink for TelegramChat {
     async fn send_reply(&self, markdown: &str) {
         let html = render::telegram_html(markdown);
         let sent =
-            call(|| message(&self.shared, self.target, &html).parse_mode(ParseMode::Html)).await;
+            call(|| message(&self.shared.bot, self.target, &html).parse_mode(ParseMode::Html))
+                .await;
         if sent.is_none() {
             self.send(markdown).await;
         }
@@ -83,7 +84,7 @@ impl Sink for TelegramChat {
         };
         let [accept, session, decline, cancel] = Decision::ALL.map(button);
         let keyboard = InlineKeyboardMarkup::new([[accept, session], [decline, cancel]]);
-        call(|| message(&self.shared, self.target, text).reply_markup(keyboard.clone())).await;
+        call(|| message(&self.shared.bot, self.target, text).reply_markup(keyboard.clone())).await;
     }
 }
 
@@ -105,15 +106,15 @@ where
     retry::call("telegram", request, classify).await
 }
 
-fn message(shared: &Shared, target: Target, text: &str) -> JsonRequest<SendMessage> {
-    let request = shared.bot.send_message(target.chat_id, text);
+fn message(bot: &Bot, target: Target, text: &str) -> JsonRequest<SendMessage> {
+    let request = bot.send_message(target.chat_id, text);
     match target.topic {
         Some(topic) => request.message_thread_id(topic),
         None => request,
     }
 }
 
-/// Sends one plain message outside any chat worker (refusals and the like).
-pub(super) async fn send_plain(shared: &Shared, target: Target, text: &str) {
-    call(|| message(shared, target, text)).await;
+/// Sends one plain message outside any chat worker (refusals and hints).
+pub(super) async fn send_plain(bot: Bot, target: Target, text: String) {
+    call(|| message(&bot, target, &text)).await;
 }

@@ -3,6 +3,7 @@
 
 use crate::chat::{ChatKey, Platform};
 use crate::config::GroupThreads;
+use crate::platform::mention;
 use crate::router::command::{self, Input};
 
 /// Where a message came from, as far as routing cares.
@@ -55,17 +56,9 @@ fn mentions(text: &str, bot_username: &str) -> bool {
     })
 }
 
-/// The text without the bot's @mention.
+/// The text without the bot's @mention; all else as it was typed.
 pub fn strip_mention(text: &str, bot_username: &str) -> String {
-    let mention = format!("@{bot_username}");
-    text.split_whitespace()
-        .filter(|word| {
-            !word
-                .trim_end_matches([',', ':'])
-                .eq_ignore_ascii_case(&mention)
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    mention::strip_mention(text, &format!("@{bot_username}"))
 }
 
 #[cfg(test)]
@@ -119,10 +112,6 @@ mod tests {
         assert!(!addressed("/new@other_bot", false, bot));
         assert!(!addressed("/tmp/x is big", false, bot));
         assert!(!addressed("talking about codex_bot", false, bot));
-        assert_eq!(
-            strip_mention("@codex_bot read   file x", bot),
-            "read file x"
-        );
-        assert_eq!(strip_mention("hi @codex_bot: go", bot), "hi go");
+        assert_eq!(strip_mention("@codex_bot read\n  x", bot), "read\n  x");
     }
 }

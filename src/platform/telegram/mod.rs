@@ -24,6 +24,8 @@ use crate::chat::{ChatKey, Inbound, Outbox, Platform};
 use crate::config::TelegramConfig;
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
+use crate::platform::delivery::Pace;
+use crate::platform::refusals::Refusals;
 use crate::router::{Router, command};
 use crate::store::Store;
 use inbound::Origin;
@@ -34,7 +36,15 @@ pub enum TelegramError {
     ApiUrl { url: String, message: String },
     #[error("Telegram did not accept the bot (check telegram.token): {0}")]
     Start(RequestError),
+    #[error("cannot set up the HTTP client for Telegram: {0}")]
+    Client(String),
 }
+
+/// How much longer than a long poll's own timeout its HTTP request may take, for the
+/// network; a client that gives up earlier turns every idle poll into an error.
+const POLL_MARGIN: Duration = Duration::from_secs(15);
+/// Longest pause between getUpdates calls after repeated network errors.
+const MAX_POLL_BACKOFF: Duration = Duration::from_secs(32);
 
 /// Where a chat's answers are sent.
 #[derive(Debug, Clone, Copy)]
@@ -46,10 +56,14 @@ struct Target {
 /// What the update loop and the delivery share.
 struct Shared {
     bot: Bot,
+    /// For getUpdates only: its client waits longer than the poll timeout.
+    poll_bot: Bot,
     config: TelegramConfig,
     username: String,
     bot_user_id: u64,
     targets: Mutex<HashMap<ChatKey, Target>>,
+    /// Refusals to strangers, paced off the update loop.
+    refusals: Refusals<(Target, u64)>,
 }
 
 /// Connects to the Bot API, registers the command menu and starts polling.
@@ -59,14 +73,21 @@ pub async fn start(
     router: Router,
     store: Store,
 ) -> Result<PlatformHandle, TelegramError> {
-    let url = config
-        .api_url
-        .parse()
-        .map_err(|e: url::ParseError| TelegramError::ApiUrl {
-            url: config.api_url.clone(),
-            message: e.to_string(),
-        })?;
-    let bot = Bot::new(token).set_api_url(url);
+    let url: url::Url =
+        config
+            .api_url
+            .parse()
+            .map_err(|e: url::ParseError| TelegramError::ApiUrl {
+                url: config.api_url.clone(),
+                message: e.to_string(),
+            })?;
+    let bot = Bot::new(token).set_api_url(url.clone());
+    let poll_timeout = Duration::from_secs(config.poll_timeout_secs.into());
+    let poll_client = teloxide::net::default_reqwest_settings()
+        .timeout(poll_timeout + POLL_MARGIN)
+        .build()
+        .map_err(|error| TelegramError::Client(error.to_string()))?;
+    let poll_bot = Bot::with_client(token, poll_client).set_api_url(url);
     let me = bot.get_me().await.map_err(TelegramError::Start)?;
     let username = me.username().to_owned();
     info!(bot = username, "telegram connected");
@@ -84,18 +105,26 @@ pub async fn start(
         Ok(_) => {}
         Err(error) => warn!(%error, "telegram: could not read the webhook state"),
     }
+    let refusal_bot = bot.clone();
     let shared = Arc::new(Shared {
         bot,
+        poll_bot,
         config: config.clone(),
         username,
         bot_user_id: me.id.0,
         targets: Mutex::new(HashMap::new()),
+        refusals: Refusals::start(move |(target, user_id)| {
+            delivery::send_plain(refusal_bot.clone(), target, refusal(user_id))
+        }),
     });
     let (outbox, answers) = mpsc::unbounded_channel();
     let (stop, stopped) = watch::channel(false);
-    let interval = Duration::from_millis(config.edit_interval_ms);
+    let pace = Pace {
+        edit_interval: Duration::from_millis(config.edit_interval_ms),
+        first_flush: Duration::from_millis(config.first_flush_ms),
+    };
     let sinks = shared.clone();
-    let delivery = tokio::spawn(platform::delivery::run(answers, interval, move |chat| {
+    let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
         let target = sinks.targets.lock().expect("lock").get(chat).copied()?;
         Some(delivery::TelegramChat {
             shared: sinks.clone(),
@@ -123,7 +152,7 @@ async fn poll(
     let mut failures = 0u32;
     loop {
         let request = shared
-            .bot
+            .poll_bot
             .get_updates()
             .offset(offset as i32)
             .timeout(shared.config.poll_timeout_secs)
@@ -139,13 +168,14 @@ async fn poll(
         let wait = match result {
             Ok(updates) => {
                 failures = 0;
+                let Some(last) = updates.last() else { continue };
+                offset = i64::from(last.id.0) + 1;
+                // Stored before handling: an update is never handled twice. Handing a
+                // batch to the router never waits, so one write serves the whole batch.
+                if let Err(error) = store.set_platform_offset(Platform::Telegram, offset).await {
+                    error!(%error, "telegram: cannot store the update offset");
+                }
                 for update in updates {
-                    offset = i64::from(update.id.0) + 1;
-                    // Stored before handling: an update is never handled twice.
-                    if let Err(error) = store.set_platform_offset(Platform::Telegram, offset).await
-                    {
-                        error!(%error, "telegram: cannot store the update offset");
-                    }
                     handle_update(&shared, &router, &outbox, update).await;
                 }
                 continue;
@@ -153,8 +183,9 @@ async fn poll(
             Err(RequestError::RetryAfter(seconds)) => seconds.duration(),
             Err(error) => {
                 failures += 1;
-                warn!(%error, failures, "telegram: getUpdates failed; retrying");
-                Duration::from_millis(500 * 2u64.pow(failures.min(6)))
+                let wait = poll_backoff(failures);
+                warn!(%error, failures, ?wait, "telegram: getUpdates failed; retrying");
+                wait
             }
         };
         tokio::select! {
@@ -162,6 +193,13 @@ async fn poll(
             _ = stopped.changed() => return,
         }
     }
+}
+
+/// The pause after `failures` failed polls in a row: 1 s, doubling, at most 32 s. A
+/// successful poll starts the count again.
+fn poll_backoff(failures: u32) -> Duration {
+    let wait = Duration::from_millis(500).saturating_mul(2u32.saturating_pow(failures));
+    wait.min(MAX_POLL_BACKOFF)
 }
 
 async fn handle_update(shared: &Arc<Shared>, router: &Router, outbox: &Outbox, update: Update) {
@@ -197,15 +235,16 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         topic: message.thread_id.filter(|_| message.is_topic_message),
     };
     if !allowed {
-        return refuse(shared, target, user_id).await;
+        return refuse(shared, target, user_id);
     }
     let Some(text) = text else {
-        delivery::send_plain(
-            shared,
+        let hint =
+            "I can only read text: please send your request as a message (a caption works too).";
+        tokio::spawn(delivery::send_plain(
+            shared.bot.clone(),
             target,
-            "I can only read text: please send your request as a message (a caption works too).",
-        )
-        .await;
+            hint.into(),
+        ));
         return;
     };
     let origin = Origin {
@@ -234,18 +273,21 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
     });
 }
 
-/// Tells a stranger why nothing happens, and their id for the owner's allowlist.
-async fn refuse(shared: &Shared, target: Target, user_id: u64) {
-    warn!(
-        user_id,
-        chat = target.chat_id.0,
-        "telegram: refused a user who is not allowed"
-    );
-    let refusal = format!(
+/// Tells a stranger why nothing happens, and their id for the owner's allowlist; at
+/// most once an hour, and never holding up the update loop.
+fn refuse(shared: &Shared, target: Target, user_id: u64) {
+    let chat = target.chat_id.0;
+    match shared.refusals.offer(user_id, (target, user_id)) {
+        true => warn!(user_id, chat, "telegram: refused a user who is not allowed"),
+        false => debug!(user_id, chat, "telegram: ignored a user who is not allowed"),
+    }
+}
+
+fn refusal(user_id: u64) -> String {
+    format!(
         "Sorry, you are not allowed to use this bot. Your Telegram user id is {user_id}; \
          the bot's owner can add it to telegram.allowed_users."
-    );
-    delivery::send_plain(shared, target, &refusal).await;
+    )
 }
 
 /// An approval button: only allowed users decide; the prompt then shows who decided what.
@@ -286,5 +328,17 @@ async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
             Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
             Err(error) => warn!(%error, "telegram: could not update the approval prompt"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poll_backoff_doubles_up_to_a_cap() {
+        let waits: Vec<u64> = (1..=8).map(|f| poll_backoff(f).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 32, 32]);
+        assert_eq!(poll_backoff(u32::MAX), MAX_POLL_BACKOFF);
     }
 }

@@ -36,6 +36,8 @@ impl Actor {
             true => {}
             false => replies.send(OutboundKind::Reply(reply)),
         }
+        let marker = texts::turn_marker(*status, outcome.timed_out, error.as_deref());
+        replies.send(OutboundKind::TurnEnded { marker });
         if let Some(record) = record {
             self.hygiene(replies, &record).await;
         }
@@ -75,5 +77,9 @@ impl Actor {
             self.session.unload().await;
             replies.notice(texts::TURN_ABANDONED);
         }
+        let marker = texts::lost_turn_marker(*end == TurnEnd::ProcessLost);
+        replies.send(OutboundKind::TurnEnded {
+            marker: Some(marker.into()),
+        });
     }
 }

@@ -1,0 +1,92 @@
+//! Delivering answers to a chat platform: one worker per chat, so a slow chat never holds
+//! up another. A quick answer is one message; a turn still running after the first-flush
+//! delay streams into one message edited at most once per interval, and its final text
+//! replaces it exactly, split at the platform's limit with code fences balanced. Every
+//! turn's answer starts a new message.
+
+mod worker;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tracing::warn;
+
+use crate::chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
+use crate::render;
+use worker::Worker;
+
+/// How a chat's replies are paced.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// Least time between two edits of one message.
+    pub edit_interval: Duration,
+    /// How long a turn runs before its text starts streaming; a quicker turn's answer is
+    /// sent once, whole.
+    pub first_flush: Duration,
+}
+
+/// One chat on one platform, as the worker needs it.
+pub trait Sink: Send + Sync + 'static {
+    type MessageId: Copy + Send;
+    /// Longest message, in the platform's units.
+    const LIMIT: usize;
+    /// How long the platform shows "typing" after one request.
+    const TYPING_RENEWAL: Duration;
+    fn units(text: &str) -> usize;
+
+    /// Sends plain text (a streamed preview or a notice).
+    fn send(&self, text: &str) -> impl Future<Output = Option<Self::MessageId>> + Send;
+    /// Sends one piece of a final reply (Markdown), formatted as the platform wants.
+    fn send_reply(&self, markdown: &str) -> impl Future<Output = ()> + Send;
+    fn edit(&self, id: Self::MessageId, text: &str) -> impl Future<Output = ()> + Send;
+    fn edit_reply(&self, id: Self::MessageId, markdown: &str) -> impl Future<Output = ()> + Send;
+    fn typing(&self) -> impl Future<Output = ()> + Send;
+    /// Shows an approval prompt with the four decisions as buttons.
+    fn ask(&self, text: &str, prompt: &ApprovalPrompt) -> impl Future<Output = ()> + Send;
+    /// A gateway notice.
+    fn notice(&self, text: &str) -> impl Future<Output = ()> + Send {
+        async move {
+            for piece in render::split(text, Self::LIMIT, Self::units) {
+                self.send(&piece).await;
+            }
+        }
+    }
+    /// A notice that answers one message at its answer slot; by default a notice.
+    fn answer(&self, slot: AnswerSlot, text: &str) -> impl Future<Output = ()> + Send {
+        let _ = slot;
+        self.notice(text)
+    }
+}
+
+/// Routes each answer to its chat's worker; `sink_for` makes a chat's sink (or `None` to
+/// drop answers for chats the platform never saw). Ends once every outbox is closed and
+/// every worker has delivered what it holds.
+pub async fn run<S: Sink>(
+    mut answers: mpsc::UnboundedReceiver<Outbound>,
+    pace: Pace,
+    mut sink_for: impl FnMut(&ChatKey) -> Option<S>,
+) {
+    let mut workers: HashMap<ChatKey, mpsc::UnboundedSender<OutboundKind>> = HashMap::new();
+    let mut tasks = Vec::new();
+    while let Some(Outbound { chat, kind }) = answers.recv().await {
+        let sink = sink_for(&chat);
+        let worker = match workers.get(&chat) {
+            Some(worker) => worker,
+            None => {
+                let Some(sink) = sink else {
+                    warn!(%chat, "an answer for a chat the platform never saw; dropped");
+                    continue;
+                };
+                let (tx, rx) = mpsc::unbounded_channel();
+                tasks.push(tokio::spawn(Worker::new(sink, pace).run(rx)));
+                workers.entry(chat).or_insert(tx)
+            }
+        };
+        let _ = worker.send(kind);
+    }
+    drop(workers);
+    for task in tasks {
+        let _ = task.await;
+    }
+}

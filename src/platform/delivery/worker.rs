@@ -1,0 +1,198 @@
+//! One chat's delivery: typing, the streamed message of the running turn, and everything
+//! else in the order the router sent it.
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::debug;
+
+use super::{Pace, Sink};
+use crate::chat::OutboundKind;
+use crate::platform::approvals::prompt_text;
+use crate::{deadline, render};
+
+/// The running turn's text on its way to the chat.
+enum Stream<Id> {
+    /// Not shown yet: the turn may end before `show_at`, and then its answer is sent once.
+    Held { text: String, show_at: Instant },
+    /// Shown in one message, edited at most once per interval.
+    Shown {
+        message_id: Id,
+        shown: String,
+        last_edit: Instant,
+        /// Newer text, waiting for the edit interval.
+        pending: Option<String>,
+    },
+}
+
+pub(super) struct Worker<S: Sink> {
+    sink: S,
+    pace: Pace,
+    stream: Option<Stream<S::MessageId>>,
+    typing: bool,
+}
+
+impl<S: Sink> Worker<S> {
+    pub(super) fn new(sink: S, pace: Pace) -> Self {
+        Self {
+            sink,
+            pace,
+            stream: None,
+            typing: false,
+        }
+    }
+
+    pub(super) async fn run(mut self, mut events: mpsc::UnboundedReceiver<OutboundKind>) {
+        let mut next_typing = Instant::now();
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => {
+                        if event == OutboundKind::Working(true) {
+                            next_typing = Instant::now();
+                        }
+                        self.handle(event).await;
+                    }
+                    None => return,
+                },
+                () = deadline::sleep_until(self.next_flush()) => self.flush().await,
+                () = tokio::time::sleep_until(next_typing), if self.typing => {
+                    self.sink.typing().await;
+                    next_typing = Instant::now() + S::TYPING_RENEWAL;
+                }
+            }
+        }
+    }
+
+    /// When the streamed text next needs showing.
+    fn next_flush(&self) -> Option<Instant> {
+        match self.stream.as_ref()? {
+            Stream::Held { show_at, .. } => Some(*show_at),
+            Stream::Shown {
+                last_edit,
+                pending: Some(_),
+                ..
+            } => Some(*last_edit + self.pace.edit_interval),
+            Stream::Shown { .. } => None,
+        }
+    }
+
+    async fn handle(&mut self, event: OutboundKind) {
+        match event {
+            OutboundKind::Working(working) => self.typing = working,
+            OutboundKind::Partial(text) => self.stream_text(text),
+            OutboundKind::Reply(text) => self.finish_reply(&text).await,
+            OutboundKind::TurnEnded { marker } => self.end_stream(marker.as_deref()).await,
+            OutboundKind::Notice(text) => self.sink.notice(&text).await,
+            OutboundKind::Answer { slot, text } => self.sink.answer(slot, &text).await,
+            OutboundKind::Approval(prompt) => {
+                let text = preview::<S>(&prompt_text(&prompt), "");
+                self.sink.ask(&text, &prompt).await
+            }
+            OutboundKind::Progress(line) => debug!(line, "progress not shown on chat platforms"),
+        }
+    }
+
+    fn stream_text(&mut self, text: String) {
+        match &mut self.stream {
+            None => {
+                let show_at = Instant::now() + self.pace.first_flush;
+                self.stream = Some(Stream::Held { text, show_at });
+            }
+            Some(Stream::Held { text: held, .. }) => *held = text,
+            Some(Stream::Shown { pending, .. }) => *pending = Some(text),
+        }
+    }
+
+    /// Shows the streamed text: the first time as a new message, then as edits.
+    async fn flush(&mut self) {
+        match self.stream.take() {
+            Some(Stream::Held { text, .. }) => {
+                let sent = self.sink.send(&preview::<S>(&text, "")).await;
+                self.stream = sent.map(|message_id| Stream::Shown {
+                    message_id,
+                    shown: text,
+                    last_edit: Instant::now(),
+                    pending: None,
+                });
+            }
+            Some(Stream::Shown {
+                message_id,
+                pending: Some(text),
+                ..
+            }) => {
+                self.sink.edit(message_id, &preview::<S>(&text, "")).await;
+                // Counted from the answer, so no two edits ever reach the platform closer
+                // together than the interval, however long one request takes.
+                self.stream = Some(Stream::Shown {
+                    message_id,
+                    shown: text,
+                    last_edit: Instant::now(),
+                    pending: None,
+                });
+            }
+            other => self.stream = other,
+        }
+    }
+
+    /// The final text: a held stream is dropped and the answer sent whole; a shown one
+    /// becomes its first piece (after the edit interval), further pieces follow.
+    async fn finish_reply(&mut self, text: &str) {
+        let pieces = render::split(text, S::LIMIT, S::units);
+        let mut pieces = pieces.iter();
+        if let Some(Stream::Shown {
+            message_id,
+            last_edit,
+            ..
+        }) = self.stream.take()
+        {
+            tokio::time::sleep_until(last_edit + self.pace.edit_interval).await;
+            if let Some(first) = pieces.next() {
+                self.sink.edit_reply(message_id, first).await;
+            }
+        }
+        for piece in pieces {
+            self.sink.send_reply(piece).await;
+        }
+    }
+
+    /// The turn is over without (or after) its final reply: the streamed message keeps
+    /// its last text plus the marker, and the next turn starts a new message.
+    async fn end_stream(&mut self, marker: Option<&str>) {
+        let suffix = marker.map(|m| format!("\n\n({m})")).unwrap_or_default();
+        match self.stream.take() {
+            None => {}
+            Some(Stream::Held { text, .. }) => {
+                self.sink.send(&preview::<S>(&text, &suffix)).await;
+            }
+            Some(Stream::Shown {
+                message_id,
+                shown,
+                last_edit,
+                pending,
+            }) => {
+                if suffix.is_empty() && pending.is_none() {
+                    return; // the message already shows the last text
+                }
+                let text = pending.unwrap_or(shown);
+                tokio::time::sleep_until(last_edit + self.pace.edit_interval).await;
+                let text = preview::<S>(&text, &suffix);
+                self.sink.edit(message_id, &text).await;
+            }
+        }
+    }
+}
+
+/// A streamed text as it fits one message, with `suffix` after it.
+fn preview<S: Sink>(text: &str, suffix: &str) -> String {
+    let room = S::LIMIT - 2 - S::units(suffix);
+    let first = render::split(text, room, S::units)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let cut = if first.len() < text.trim_end().len() {
+        " …"
+    } else {
+        ""
+    };
+    format!("{first}{cut}{suffix}")
+}
