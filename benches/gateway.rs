@@ -1,6 +1,8 @@
 //! Measured costs of the gateway against the real codex app-server and the fake model:
 //! message latency through the gateway next to the bare app-server, resuming after an
-//! unload, and memory. Run with `scripts/bench`; the figures go to docs/benchmarks.md.
+//! unload, memory, and delivery to a fake Telegram (final text after the model finished,
+//! calls per answer, the owner's latency in a flood of strangers). Run with
+//! `scripts/bench`; the figures go to docs/benchmarks.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -10,12 +12,17 @@ use std::time::{Duration, Instant};
 use codex_gateway::chat::{ChatKey, Platform};
 use codex_gateway::codex::{AppServer, Notification, ThreadEvent, ThreadSettings};
 use codex_gateway::config::{ApprovalPolicy, SandboxMode};
-use support::{Chat, TestEnv};
+use support::telegram::FakeTelegram;
+use support::{Chat, Gateway, TestEnv};
 
 const TURNS: usize = 30;
 const RESUMES: usize = 10;
 const STORED_CHATS: usize = 1000;
 const LIVE_CHATS: usize = 20;
+const QUICK_ANSWERS: usize = 20;
+const STREAMED_ANSWERS: usize = 5;
+const STRANGERS: i64 = 300;
+const OWNER: i64 = 1001;
 
 fn percentile(samples: &[Duration], p: usize) -> Duration {
     let mut sorted = samples.to_vec();
@@ -77,6 +84,110 @@ async fn bare_turns(env: &TestEnv) -> Vec<Duration> {
     }
     server.shutdown().await;
     samples
+}
+
+/// Delivery to a fake Telegram at the default settings.
+struct Delivery {
+    /// Model done -> final text accepted by Telegram, quick answers.
+    quick: Vec<Duration>,
+    quick_calls: (usize, usize),
+    streamed: Vec<Duration>,
+    streamed_calls: (usize, usize),
+    /// The owner's message -> its answer, alone and in a flood of strangers.
+    owner_alone: Duration,
+    owner_in_flood: Duration,
+}
+
+/// Asks `text` as the owner; returns the time to the answer and the model request.
+async fn ask_telegram(
+    env: &TestEnv,
+    telegram: &FakeTelegram,
+    text: &str,
+    answer: &str,
+) -> (Duration, support::model::ModelRequest) {
+    let started = Instant::now();
+    telegram.dm(OWNER, text);
+    telegram.wait_for_text(OWNER, |t| t == answer).await;
+    let elapsed = started.elapsed();
+    (elapsed, env.model.request_for(text))
+}
+
+/// Time from the model's last event to the call that put `answer` on screen.
+fn final_text(telegram: &FakeTelegram, answer: &str, model_done: Instant) -> Duration {
+    let shown = ["sendMessage", "editMessageText"]
+        .iter()
+        .flat_map(|m| telegram.calls(m))
+        .filter(|c| c.body["text"] == answer && !c.rate_limited)
+        .map(|c| c.at)
+        .min()
+        .expect("the answer was shown");
+    shown.saturating_duration_since(model_done)
+}
+
+/// Sends and edits so far.
+fn calls(telegram: &FakeTelegram) -> (usize, usize) {
+    let sends = telegram.calls("sendMessage").len();
+    (sends, telegram.calls("editMessageText").len())
+}
+
+async fn telegram_delivery() -> Delivery {
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let mut config = env.config();
+    config.telegram.enabled = true;
+    config.telegram.token = Some(support::secret("123:BENCH"));
+    config.telegram.api_url = telegram.url.clone();
+    config.telegram.allowed_users = vec![OWNER];
+    let gateway = Gateway::start(&config);
+    ask_telegram(&env, &telegram, "warm up", "Echo: warm up").await;
+    let mut figures = Delivery {
+        quick: Vec::new(),
+        quick_calls: (0, 0),
+        streamed: Vec::new(),
+        streamed_calls: (0, 0),
+        owner_alone: Duration::ZERO,
+        owner_in_flood: Duration::ZERO,
+    };
+    for i in 0..QUICK_ANSWERS {
+        let answer = format!("Echo: quick {i}");
+        let before = calls(&telegram);
+        let (_, request) = ask_telegram(&env, &telegram, &format!("quick {i}"), &answer).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await; // whatever follows, counted
+        let after = calls(&telegram);
+        figures.quick_calls = (after.0 - before.0, after.1 - before.1);
+        let model_done = request.answered_at().unwrap();
+        figures
+            .quick
+            .push(final_text(&telegram, &answer, model_done));
+    }
+    for i in 0..STREAMED_ANSWERS {
+        let text = format!("streamed answer number {i} arrives in ten slow pieces");
+        let before = calls(&telegram);
+        let (_, request) = ask_telegram(&env, &telegram, &format!("slow: {text}"), &text).await;
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let after = calls(&telegram);
+        figures.streamed_calls = (after.0 - before.0, after.1 - before.1);
+        let model_done = request.answered_at().unwrap();
+        figures
+            .streamed
+            .push(final_text(&telegram, &text, model_done));
+    }
+    figures.owner_alone = ask_telegram(&env, &telegram, "owner alone", "Echo: owner alone")
+        .await
+        .0;
+    for stranger in 0..STRANGERS {
+        telegram.dm(50_000 + stranger, "let me in");
+    }
+    figures.owner_in_flood = ask_telegram(
+        &env,
+        &telegram,
+        "owner in a flood",
+        "Echo: owner in a flood",
+    )
+    .await
+    .0;
+    gateway.stop().await;
+    figures
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -148,4 +259,29 @@ async fn main() {
         LIVE_CHATS + 1
     );
     println!("| SQLite database file | {:.2} |", database / 1024.0);
+
+    let delivery = telegram_delivery().await;
+    println!();
+    println!("| Telegram delivery (fake Bot API, default settings) | n | median | p90 |");
+    println!("|---|---|---|---|");
+    row(
+        "quick answer: model done to final text on Telegram",
+        &delivery.quick,
+    );
+    row(
+        "streamed answer (5 s): model done to final text",
+        &delivery.streamed,
+    );
+    println!(
+        "| calls per answer: quick {} send + {} edits; streamed {} send + {} edits | | | |",
+        delivery.quick_calls.0,
+        delivery.quick_calls.1,
+        delivery.streamed_calls.0,
+        delivery.streamed_calls.1
+    );
+    println!(
+        "| owner's message to answer: alone {:.1} ms, with {STRANGERS} strangers writing at once {:.1} ms | | | |",
+        delivery.owner_alone.as_secs_f64() * 1000.0,
+        delivery.owner_in_flood.as_secs_f64() * 1000.0
+    );
 }

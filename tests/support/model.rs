@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -19,9 +19,16 @@ use serde_json::{Value, json};
 pub struct ModelRequest {
     pub body: Value,
     pub headers: HashMap<String, String>,
+    /// When the fake had sent its whole answer.
+    answered: Arc<Mutex<Option<Instant>>>,
 }
 
 impl ModelRequest {
+    /// When the fake finished answering this request (its last event sent).
+    pub fn answered_at(&self) -> Option<Instant> {
+        *self.answered.lock().unwrap()
+    }
+
     fn input(&self) -> &[Value] {
         self.body["input"].as_array().map_or(&[], Vec::as_slice)
     }
@@ -249,7 +256,9 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_owned()))
             .collect(),
+        answered: Arc::default(),
     };
+    let answered = request.answered.clone();
     let reply = (shared.brain)(&request);
     let tokens = shared.input_tokens.load(Ordering::SeqCst);
     shared.log.lock().unwrap().push(request);
@@ -269,10 +278,11 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             let pieces = split_evenly(&text, chunks);
             let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
             let events = message_events(&refs, tokens);
-            let stream = async_stream(events, delay);
+            let stream = async_stream(events, delay, answered);
             return sse(Body::from_stream(stream));
         }
     };
+    *answered.lock().unwrap() = Some(Instant::now());
     sse(Body::from(events.concat()))
 }
 
@@ -357,6 +367,7 @@ fn split_evenly(text: &str, chunks: usize) -> Vec<String> {
 fn async_stream(
     events: Vec<String>,
     delay: Duration,
+    answered: Arc<Mutex<Option<Instant>>>,
 ) -> impl tokio_stream::Stream<Item = Result<String, std::io::Error>> {
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tokio::spawn(async move {
@@ -368,6 +379,7 @@ fn async_stream(
                 return;
             }
         }
+        *answered.lock().unwrap() = Some(Instant::now());
     });
     tokio_stream::wrappers::ReceiverStream::new(rx)
 }
