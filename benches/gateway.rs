@@ -112,14 +112,15 @@ async fn ask_telegram(
     (elapsed, env.model.request_for(text))
 }
 
-/// Time from the model's last event to the call that put `answer` on screen.
+/// Time from the model's last event to the last call that put `answer` on screen (a
+/// streamed text can show whole before Codex has closed the turn; its final edit counts).
 fn final_text(telegram: &FakeTelegram, answer: &str, model_done: Instant) -> Duration {
     let shown = ["sendMessage", "editMessageText"]
         .iter()
         .flat_map(|m| telegram.calls(m))
         .filter(|c| c.body["text"] == answer && !c.rate_limited)
         .map(|c| c.at)
-        .min()
+        .max()
         .expect("the answer was shown");
     shown.saturating_duration_since(model_done)
 }

@@ -203,3 +203,100 @@ async fn app_server_crash_mid_turn_is_reported_and_the_thread_continues() {
     assert_eq!(stored_thread(&app, &chat).await, thread);
     app.shutdown(None).await;
 }
+
+/// At `max_live_threads = 1` another chat's message must not unload a chat that is busy:
+/// its approval buttons and `/stop` keep working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_chat_is_never_unloaded() {
+    let env = TestEnv::new().await;
+    let mut config = env.config();
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    config.hygiene.max_live_threads = 1;
+    let app = codex_gateway::App::start(&config).await.unwrap();
+    let mut busy = Chat::new("busy");
+    busy.can_approve = true;
+    busy.send(&app, "run: touch approved-while-others-wrote.txt");
+    let prompt = busy.approval().await;
+    let mut other = Chat::new("other");
+    assert_eq!(other.ask(&app, "hello").await, "Echo: hello");
+    assert_eq!(app.router().active_chats(), 2, "over the limit while busy");
+    assert!(
+        app.router()
+            .decide_approval(prompt.id, Decision::Accept)
+            .await,
+        "the busy chat's approval was dropped"
+    );
+    busy.reply().await;
+    assert!(
+        env.workspace()
+            .join("approved-while-others-wrote.txt")
+            .exists()
+    );
+
+    busy.send(
+        &app,
+        "slow: a story long enough to be stopped halfway through",
+    );
+    busy.wait_for(|k| matches!(k, OutboundKind::Partial(_)).then_some(()))
+        .await;
+    assert_eq!(other.ask(&app, "hello again").await, "Echo: hello again");
+    busy.send(&app, "/stop");
+    busy.notice("Stopped.").await;
+    // Idle again: the router comes back under its limit.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while app.router().active_chats() > 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the limit was not restored"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    app.shutdown(None).await;
+}
+
+/// Once `turn/start` succeeded the turn runs in Codex: a failed database write must not
+/// hide it (nor make a retry run it twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_started_turn_is_delivered_even_if_the_database_fails() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("store-fails");
+    assert_eq!(chat.ask(&app, "first").await, "Echo: first");
+    let database = sqlx::SqlitePool::connect(&format!("sqlite://{}", env.database().display()))
+        .await
+        .unwrap();
+    sqlx::query("ALTER TABLE transcript RENAME TO transcript_away")
+        .execute(&database)
+        .await
+        .unwrap();
+    chat.send(&app, "slow: delivered despite the database");
+    while env.model.requests().len() < 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    sqlx::query("ALTER TABLE transcript_away RENAME TO transcript")
+        .execute(&database)
+        .await
+        .unwrap();
+    assert_eq!(chat.reply().await, "delivered despite the database");
+    assert!(
+        chat.notices().iter().all(|n| !n.contains("database")),
+        "{:?}",
+        chat.notices()
+    );
+    app.shutdown(None).await;
+    let texts: Vec<String> = sqlx::query_scalar("SELECT text FROM transcript ORDER BY id")
+        .fetch_all(&database)
+        .await
+        .unwrap();
+    assert_eq!(
+        texts,
+        [
+            "first",
+            "Echo: first",
+            "slow: delivered despite the database",
+            "delivered despite the database"
+        ],
+        "the write was not retried after the turn"
+    );
+    assert_eq!(env.model.turn_requests().len(), 2, "the turn ran twice");
+}

@@ -2,6 +2,7 @@
 //! never wait on each other. Bounds memory: at most `max_live` chats are held, the least
 //! recently used is unloaded first, and idle chats are unloaded (both lossless).
 
+mod activity;
 mod actor;
 mod approvals;
 pub mod command;
@@ -11,14 +12,15 @@ mod turn;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
-use tracing::info;
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tracing::{info, warn};
 
 use crate::chat::{ChatKey, Decision, Inbound, Outbound, OutboundKind};
 use crate::hygiene::{self, Action, Observation};
 use crate::session::Context;
+use activity::Activity;
 use actor::{Actor, ActorMsg, ActorParts};
 use approvals::ApprovalIndex;
 
@@ -35,6 +37,8 @@ struct Inner {
     abort: watch::Sender<bool>,
     /// The chat of every pending approval request.
     approvals: ApprovalIndex,
+    /// Told when a chat turns idle.
+    idle: Arc<Notify>,
 }
 
 #[derive(Default)]
@@ -44,23 +48,46 @@ struct Actors {
     retiring: HashMap<ChatKey, watch::Receiver<()>>,
     /// Set by shutdown: no new work is taken.
     closed: bool,
+    /// Every live chat is busy, so the limit is exceeded for now (logged once).
+    over_limit: bool,
 }
 
 struct ActorHandle {
     mailbox: mpsc::UnboundedSender<ActorMsg>,
     /// Closes when the actor has ended.
     done: watch::Receiver<()>,
-    /// When the chat last sent a message or finished one.
-    last_active: Arc<Mutex<Instant>>,
-}
-
-impl ActorHandle {
-    fn idle(&self) -> Duration {
-        self.last_active.lock().expect("lock").elapsed()
-    }
+    activity: Arc<Activity>,
 }
 
 impl Actors {
+    /// Unloads the least recently used chats that are not busy (and not `keep`) until at
+    /// most `max_live` are held. Busy chats are never unloaded: with all of them busy the
+    /// limit is exceeded until turns end.
+    fn trim(&mut self, max_live: usize, keep: Option<&ChatKey>) {
+        while self.active.len() > max_live {
+            let least_recent = self
+                .active
+                .iter()
+                .filter(|(key, handle)| Some(*key) != keep && !handle.activity.is_busy())
+                .max_by_key(|(_, handle)| handle.activity.idle_for())
+                .map(|(key, _)| key.clone());
+            let Some(key) = least_recent else {
+                if !self.over_limit {
+                    warn!(
+                        live = self.active.len(),
+                        max_live,
+                        "every live chat is busy; keeping them all over the limit until turns end"
+                    );
+                    self.over_limit = true;
+                }
+                return;
+            };
+            info!(chat = %key, max_live, "unloading the least recently used chat");
+            self.begin_unload(&key);
+        }
+        self.over_limit = false;
+    }
+
     /// Takes the chat out of the active set and asks its actor to unload after its
     /// queued work. Returns a receiver that closes when the actor has ended.
     fn begin_unload(&mut self, chat: &ChatKey) -> Option<watch::Receiver<()>> {
@@ -82,8 +109,10 @@ impl Router {
                 actors: Mutex::new(Actors::default()),
                 abort: watch::Sender::new(false),
                 approvals: ApprovalIndex::default(),
+                idle: Arc::new(Notify::new()),
             }),
         };
+        tokio::spawn(trim_when_idle(Arc::downgrade(&router.inner)));
         if let Some(limit) = idle_limit {
             let every = (limit / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
             tokio::spawn(sweep_idle(Arc::downgrade(&router.inner), every));
@@ -104,7 +133,7 @@ impl Router {
         }
         let mut message = ActorMsg::Inbound(inbound);
         if let Some(handle) = actors.active.get(&chat) {
-            *handle.last_active.lock().expect("lock") = Instant::now();
+            handle.activity.touch();
             match handle.mailbox.send(message) {
                 Ok(()) => return,
                 // The actor ended (it was unloaded): start a new one below.
@@ -114,11 +143,11 @@ impl Router {
         let predecessor = actors.retiring.remove(&chat);
         let (mailbox, receiver) = mpsc::unbounded_channel();
         let (alive, done) = watch::channel(());
-        let last_active = Arc::new(Mutex::new(Instant::now()));
+        let activity = Arc::new(Activity::new(self.inner.idle.clone()));
         let parts = ActorParts {
             mailbox: receiver,
             alive,
-            last_active: last_active.clone(),
+            activity: activity.clone(),
             abort: self.inner.abort.subscribe(),
             approvals: self.inner.approvals.clone(),
         };
@@ -130,21 +159,10 @@ impl Router {
             ActorHandle {
                 mailbox,
                 done,
-                last_active,
+                activity,
             },
         );
-        if actors.active.len() > self.inner.max_live {
-            let least_recent = actors
-                .active
-                .iter()
-                .filter(|(key, _)| **key != chat)
-                .max_by_key(|(_, handle)| handle.idle())
-                .map(|(key, _)| key.clone());
-            if let Some(key) = least_recent {
-                info!(chat = %key, max_live = self.inner.max_live, "unloading the least recently used chat");
-                actors.begin_unload(&key);
-            }
-        }
+        actors.trim(self.inner.max_live, Some(&chat));
     }
 
     /// Drops the chat's in-memory state after its queued work; its thread id stays in
@@ -219,6 +237,24 @@ impl Router {
     }
 }
 
+/// Brings the live chats back under the limit as busy ones turn idle.
+async fn trim_when_idle(router: Weak<Inner>) {
+    loop {
+        let Some(idle) = router.upgrade().map(|inner| inner.idle.clone()) else {
+            return;
+        };
+        idle.notified().await;
+        let Some(inner) = router.upgrade() else {
+            return;
+        };
+        let mut actors = inner.actors.lock().expect("lock");
+        if actors.closed {
+            return;
+        }
+        actors.trim(inner.max_live, None);
+    }
+}
+
 /// Unloads chats that hygiene finds idle, until the router is gone or shut down.
 async fn sweep_idle(router: Weak<Inner>, every: Duration) {
     let mut tick = tokio::time::interval(every);
@@ -234,9 +270,10 @@ async fn sweep_idle(router: Weak<Inner>, every: Duration) {
         let idle: Vec<ChatKey> = actors
             .active
             .iter()
+            .filter(|(_, handle)| !handle.activity.is_busy())
             .filter(|(_, handle)| {
                 let seen = Observation {
-                    idle: handle.idle(),
+                    idle: handle.activity.idle_for(),
                     ..Observation::default()
                 };
                 hygiene::decide(&inner.ctx.hygiene, &seen).action == Action::Unload

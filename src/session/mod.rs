@@ -53,6 +53,8 @@ pub struct Session {
     live: Option<LiveThread>,
     /// Thread whose rollout is gone; retired when its replacement is persisted.
     replacing: Option<String>,
+    /// The running turn's text, when storing its start failed: stored when it ends.
+    unsaved_start: Option<String>,
 }
 
 impl Session {
@@ -62,6 +64,7 @@ impl Session {
             ctx,
             live: None,
             replacing: None,
+            unsaved_start: None,
         }
     }
 
@@ -96,22 +99,38 @@ impl Session {
             }
             other => other?,
         };
+        // The turn runs now: a failed write must not hide it. It is tried again when the
+        // turn ends, and the turn is followed and delivered either way.
+        if let Err(error) = self.record_start(text).await {
+            warn!(chat = %self.chat, %error, "could not store the turn's start; trying again when it ends");
+            self.ctx.metrics.error("store");
+            self.unsaved_start = Some(text.to_owned());
+        }
+        Ok(StartedTurn { turn_id, replaced })
+    }
+
+    /// Stores a started turn: the thread id (once it has a rollout) and the user's text.
+    async fn record_start(&mut self, text: &str) -> Result<(), StoreError> {
         self.persist_thread().await?;
         let thread_id = self.thread_id().expect("live thread").to_owned();
-        self.ctx
-            .store
+        let store = &self.ctx.store;
+        store
             .append_transcript(&self.chat, &thread_id, Role::User, text)
-            .await?;
-        Ok(StartedTurn { turn_id, replaced })
+            .await
     }
 
     /// Records the end of a turn: its reply joins the transcript, its usage is kept.
     /// Returns the chat's row as it now is.
     pub async fn finish_turn(
-        &self,
+        &mut self,
         reply: Option<&str>,
         usage: Option<&TokenUsage>,
     ) -> Result<Option<ChatRecord>, StoreError> {
+        if let Some(text) = self.unsaved_start.take() {
+            self.record_start(&text).await.inspect_err(|_| {
+                self.unsaved_start = Some(text.clone());
+            })?;
+        }
         let thread_id = self.thread_id().unwrap_or_default();
         let usage = usage.map(stored_usage);
         let store = &self.ctx.store;

@@ -45,7 +45,7 @@ impl Actor {
 
     /// Stores the turn's reply and usage; the chat's row as it now is, for hygiene.
     async fn record_turn(
-        &self,
+        &mut self,
         outcome: &TurnOutcome,
         reply: &str,
     ) -> Option<crate::store::ChatRecord> {

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
+use super::activity::Activity;
 use super::approvals::{ApprovalIndex, PendingApprovals};
 use super::command::{self, Command, HELP, Input};
 use super::replies::Replies;
@@ -40,7 +41,7 @@ pub(super) struct ActorParts {
     /// Dropped when the actor ends; the router waits on it.
     pub(super) alive: watch::Sender<()>,
     /// Read by the router for LRU and idle unloading.
-    pub(super) last_active: Arc<std::sync::Mutex<std::time::Instant>>,
+    pub(super) activity: Arc<Activity>,
     /// Raised when the gateway's shutdown grace period is over.
     pub(super) abort: watch::Receiver<bool>,
     pub(super) approvals: ApprovalIndex,
@@ -55,7 +56,7 @@ pub(super) struct Actor {
     queue: VecDeque<ActorMsg>,
     approvals: PendingApprovals,
     _alive: watch::Sender<()>,
-    last_active: Arc<std::sync::Mutex<std::time::Instant>>,
+    activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
     abort: watch::Receiver<bool>,
 }
@@ -71,7 +72,7 @@ impl Actor {
             mailbox_open: true,
             queue: VecDeque::new(),
             _alive: parts.alive,
-            last_active: parts.last_active,
+            activity: parts.activity,
             abort: parts.abort,
         }
     }
@@ -94,9 +95,11 @@ impl Actor {
                     let _ = done.send(false);
                 }
                 ActorMsg::Inbound(inbound) => {
-                    self.touch();
+                    self.activity.touch();
+                    self.activity.set_busy(true);
                     self.handle(inbound).await;
-                    self.touch();
+                    self.activity.touch();
+                    self.activity.set_busy(!self.queue.is_empty());
                 }
             }
         }
@@ -113,10 +116,6 @@ impl Actor {
                 Replies::to(&inbound).notice(texts::RESTART_DROPPED);
             }
         }
-    }
-
-    fn touch(&self) {
-        *self.last_active.lock().expect("lock") = std::time::Instant::now();
     }
 
     async fn next_message(&mut self) -> Option<ActorMsg> {
