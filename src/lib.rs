@@ -16,7 +16,7 @@ pub mod store;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::codex::{Codex, CodexError, SpawnSpec};
 use crate::config::Config;
@@ -24,7 +24,7 @@ use crate::platform::PlatformHandle;
 use crate::platform::discord::DiscordError;
 use crate::platform::telegram::TelegramError;
 use crate::router::Router;
-use crate::session::{Context, SessionSettings};
+use crate::session::{Context, LoginCheck, SessionSettings};
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -57,12 +57,19 @@ impl App {
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         let store = Store::open(&config.storage.database).await?;
         let codex = Codex::start(spawn_spec(config), config.codex.processes).await?;
+        let login = LoginCheck::new(spawn_spec(config));
+        if let Some(server) = codex.servers().await.first()
+            && login.refresh(server).await
+        {
+            warn!("{}", session::LOGIN_MISSING);
+        }
         let ctx = Arc::new(Context {
             store,
             codex,
             settings: SessionSettings::from_config(&config.codex),
             hygiene: config.hygiene.policy(),
             metrics: metrics::Metrics::default(),
+            login,
         });
         info!(database = %config.storage.database.display(), "codex-gateway started");
         Ok(Self {
@@ -82,6 +89,11 @@ impl App {
 
     pub fn store(&self) -> &Store {
         &self.ctx.store
+    }
+
+    /// Whether Codex has no login to reach its model with (as found at start).
+    pub async fn login_missing(&self) -> bool {
+        self.ctx.login.still_missing(&self.ctx.codex).await
     }
 
     /// Lets queued work finish (within `grace`, if given), then stops Codex and closes

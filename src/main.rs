@@ -85,6 +85,9 @@ fn fail(message: String) -> ExitCode {
 
 async fn console(config: &Config, chat: &str) -> Result<(), String> {
     let app = App::start(config).await.map_err(|e| e.to_string())?;
+    if app.login_missing().await {
+        eprintln!("codex-gateway: {}", codex_gateway::session::LOGIN_MISSING);
+    }
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let result = platform::console::run(app.router(), chat, stdin, tokio::io::stdout()).await;
     app.shutdown(None).await;
@@ -104,7 +107,16 @@ async fn check_config(config: &Config) -> Result<(), String> {
         "codex: {} started and answered initialize",
         config.codex.binary.display()
     );
+    let account = server.account().await;
     server.shutdown().await;
+    let spec = codex_gateway::spawn_spec(config);
+    match account {
+        Ok(state) if codex_gateway::session::login_missing(&state, &spec) => {
+            return Err(codex_gateway::session::LOGIN_MISSING.into());
+        }
+        Ok(_) => println!("codex: logged in, or its model provider needs no login"),
+        Err(error) => return Err(format!("codex did not say whether it is logged in: {error}")),
+    }
     let workspace = &config.codex.workspace;
     std::fs::create_dir_all(workspace)
         .map_err(|e| format!("workspace {} cannot be created: {e}", workspace.display()))?;

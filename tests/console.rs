@@ -213,3 +213,45 @@ async fn broken_setups_fail_with_a_clear_message() {
     assert!(text(&missing.stderr).contains("/nonexistent.toml does not exist"));
     assert!(env.model.requests().is_empty());
 }
+
+/// CODEX_HOME/config.toml of a fresh install: the default OpenAI provider, no login.
+const DEFAULT_PROVIDER: &str = r#"check_for_update_on_startup = false
+[analytics]
+enabled = false
+"#;
+
+/// No login and no route to the model: the gateway says so at once, in check-config (which
+/// fails) and in the console (to every message), instead of Codex retrying in silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_login_is_said_at_once() {
+    let env = TestEnv::new().await;
+    std::fs::write(env.codex_home().join("config.toml"), DEFAULT_PROVIDER).unwrap();
+    // No key from the machine running the tests, and nothing leaves this host.
+    let envs = vec![
+        ("OPENAI_API_KEY", ""),
+        ("CODEX_API_KEY", ""),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+    ];
+    let config = env.config_file("");
+    let started = std::time::Instant::now();
+    let check_envs = envs.clone();
+    let check = tokio::task::spawn_blocking(move || {
+        let config = config.to_str().unwrap().to_owned();
+        gateway(&["check-config", "--config", &config], b"", &check_envs)
+    })
+    .await
+    .unwrap();
+    let took = started.elapsed();
+    assert!(!check.status.success(), "check-config passed without a login");
+    assert!(text(&check.stderr).contains("not logged in"), "{}", text(&check.stderr));
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+
+    let started = std::time::Instant::now();
+    let chat = console(&env, b"hello\nstill there?\n".to_vec(), envs).await;
+    let took = started.elapsed();
+    let stdout = text(&chat.stdout);
+    assert_eq!(stdout.matches("not logged in").count(), 2, "{stdout}");
+    assert!(text(&chat.stderr).contains("not logged in"), "no line at start");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    assert!(env.model.requests().is_empty());
+}

@@ -9,6 +9,7 @@ mod supervisor;
 pub use error::CodexError;
 pub use process::{AppServer, ApprovalResponder, ThreadEvent};
 pub use protocol::{
+    AccountState,
     ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item, Notification,
     SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };

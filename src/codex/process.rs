@@ -15,6 +15,7 @@ use tracing::{debug, info, warn};
 
 use super::error::CodexError;
 use super::protocol::{
+    AccountState,
     ApprovalDecision, ApprovalRequest, Notification, ThreadReply, ThreadResumeParams,
     ThreadSettings, TurnReply, TurnStartParams, UserInput, thread_id_of,
 };
@@ -228,6 +229,12 @@ impl AppServer {
     }
 
     /// Starts Codex's native compaction; it then runs as a turn on the thread.
+    /// The account Codex would use for the model (`account/read`, nothing refreshed).
+    pub async fn account(&self) -> Result<AccountState, CodexError> {
+        self.request("account/read", json!({"refreshToken": false}))
+            .await
+    }
+
     pub async fn compact(&self, thread_id: &str) -> Result<(), CodexError> {
         self.request::<Value>("thread/compact/start", json!({"threadId": thread_id}))
             .await

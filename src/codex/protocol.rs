@@ -21,6 +21,18 @@ pub enum SandboxMode {
     DangerFullAccess,
 }
 
+/// The account Codex would use (`account/read`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountState {
+    /// A ChatGPT or API-key login Codex has stored; `None` when there is none.
+    #[serde(default)]
+    pub account: Option<Value>,
+    /// Whether the configured model provider needs an OpenAI login.
+    #[serde(default)]
+    pub requires_openai_auth: bool,
+}
+
 /// Settings a thread is started or resumed with.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -25,6 +25,15 @@ pub struct SpawnSpec {
     pub request_timeout: Duration,
 }
 
+impl SpawnSpec {
+    /// Whether the app-server gets the variable `name` (from ours or the configured extras).
+    pub fn passes_env(&self, name: &str) -> bool {
+        child_env(std::env::vars_os(), self)
+            .iter()
+            .any(|(key, value)| key == name && !value.is_empty())
+    }
+}
+
 pub(super) fn command(spec: &SpawnSpec) -> Command {
     let mut command = Command::new(&spec.binary);
     command.arg("app-server");

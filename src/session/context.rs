@@ -9,6 +9,8 @@ use crate::hygiene::Policy;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
 
+use super::LoginCheck;
+
 /// What every session shares.
 pub struct Context {
     pub store: Store,
@@ -16,6 +18,7 @@ pub struct Context {
     pub settings: SessionSettings,
     pub hygiene: Policy,
     pub metrics: Metrics,
+    pub login: LoginCheck,
 }
 
 /// How threads are created and turns are bounded.

@@ -15,8 +15,10 @@ use crate::hygiene::CompactionOutcome;
 use crate::store::{ChatRecord, RetireReason, Role, StoreError, Usage};
 
 mod context;
+mod login;
 
 pub use context::{Context, SessionError, SessionSettings};
+pub use login::{LOGIN_MISSING, LoginCheck, login_missing};
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
 const SEED_ENTRIES: i64 = 20;

@@ -11,6 +11,10 @@ use crate::router::turn::{TurnEnd, TurnOutcome};
 
 impl Actor {
     pub(super) async fn turn(&mut self, replies: &Replies<'_>, text: &str) {
+        if self.ctx.login.still_missing(&self.ctx.codex).await {
+            info!(chat = %self.chat, "message not sent: Codex is not logged in");
+            return replies.notice(crate::session::LOGIN_MISSING);
+        }
         let started = match self.session.start_turn(text).await {
             Ok(started) => started,
             Err(error) => return self.report(replies, &error),
