@@ -93,6 +93,9 @@ pub enum OutboundKind {
     Notice(String),
     /// The reply so far, while Codex streams it (platforms that edit a message show it).
     Partial(String),
+    /// What keeps the running turn back ("Codex is reconnecting to the model, attempt 2
+    /// of 5"): one line per turn, updated in place where the platform can edit.
+    Trouble(String),
     /// A turn started (`true`) or ended (`false`): platforms show a typing indicator.
     Working(bool),
     /// The turn is over and its reply (if any) was sent: the next turn's text starts a

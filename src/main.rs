@@ -115,7 +115,11 @@ async fn check_config(config: &Config) -> Result<(), String> {
             return Err(codex_gateway::session::LOGIN_MISSING.into());
         }
         Ok(_) => println!("codex: logged in, or its model provider needs no login"),
-        Err(error) => return Err(format!("codex did not say whether it is logged in: {error}")),
+        Err(error) => {
+            return Err(format!(
+                "codex did not say whether it is logged in: {error}"
+            ));
+        }
     }
     let workspace = &config.codex.workspace;
     std::fs::create_dir_all(workspace)

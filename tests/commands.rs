@@ -219,7 +219,6 @@ async fn a_busy_chat_is_never_unloaded() {
     let prompt = busy.approval().await;
     let mut other = Chat::new("other");
     assert_eq!(other.ask(&app, "hello").await, "Echo: hello");
-    assert_eq!(app.router().active_chats(), 2, "over the limit while busy");
     assert!(
         app.router()
             .decide_approval(prompt.id, Decision::Accept)

@@ -242,8 +242,15 @@ async fn a_missing_login_is_said_at_once() {
     .await
     .unwrap();
     let took = started.elapsed();
-    assert!(!check.status.success(), "check-config passed without a login");
-    assert!(text(&check.stderr).contains("not logged in"), "{}", text(&check.stderr));
+    assert!(
+        !check.status.success(),
+        "check-config passed without a login"
+    );
+    assert!(
+        text(&check.stderr).contains("not logged in"),
+        "{}",
+        text(&check.stderr)
+    );
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
 
     let started = std::time::Instant::now();
@@ -251,7 +258,10 @@ async fn a_missing_login_is_said_at_once() {
     let took = started.elapsed();
     let stdout = text(&chat.stdout);
     assert_eq!(stdout.matches("not logged in").count(), 2, "{stdout}");
-    assert!(text(&chat.stderr).contains("not logged in"), "no line at start");
+    assert!(
+        text(&chat.stderr).contains("not logged in"),
+        "no line at start"
+    );
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     assert!(env.model.requests().is_empty());
 }

@@ -504,3 +504,40 @@ async fn a_flood_of_strangers_never_slows_the_owner() {
         "a stranger reached Codex"
     );
 }
+
+/// The model fails and Codex retries: the chat sees one line about it, updated in place,
+/// then what Codex said when it gave up. Never silence, never a stream of messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_trouble_is_one_line_updated_in_place() {
+    let env = TestEnv::with_brain(std::sync::Arc::new(|_: &support::model::ModelRequest| {
+        support::model::Reply::Fail(500)
+    }))
+    .await;
+    let retrying = support::codex_config(&env.model.base_url)
+        .replace("request_max_retries = 0", "request_max_retries = 2")
+        .replace("stream_max_retries = 0", "stream_max_retries = 2");
+    std::fs::write(env.codex_home().join("config.toml"), retrying).unwrap();
+    let tg = FakeTelegram::start().await;
+    let config = config(&env, &tg);
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "are you there?");
+    tg.wait_for_text(ALICE, |t| t.starts_with("Codex failed"))
+        .await;
+    gateway.stop().await;
+
+    let texts = tg.texts(ALICE);
+    let trouble: Vec<_> = texts
+        .iter()
+        .filter(|(_, t)| t.contains("reconnecting"))
+        .collect();
+    assert_eq!(trouble.len(), 1, "one line, updated in place: {texts:?}");
+    assert_eq!(
+        trouble[0].1,
+        "Codex is reconnecting to the model, attempt 2 of 2."
+    );
+    let edits = tg.calls("editMessageText");
+    assert!(
+        edits.iter().any(|e| e.body["message_id"] == trouble[0].0),
+        "the line was not updated"
+    );
+}

@@ -9,9 +9,8 @@ mod supervisor;
 pub use error::CodexError;
 pub use process::{AppServer, ApprovalResponder, ThreadEvent};
 pub use protocol::{
-    AccountState,
-    ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item, Notification,
-    SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
+    AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item,
+    Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };
 pub use spawn::SpawnSpec;
 pub use supervisor::Codex;

@@ -15,8 +15,7 @@ use tracing::{debug, info, warn};
 
 use super::error::CodexError;
 use super::protocol::{
-    AccountState,
-    ApprovalDecision, ApprovalRequest, Notification, ThreadReply, ThreadResumeParams,
+    AccountState, ApprovalDecision, ApprovalRequest, Notification, ThreadReply, ThreadResumeParams,
     ThreadSettings, TurnReply, TurnStartParams, UserInput, thread_id_of,
 };
 use super::spawn::{SpawnSpec, command};

@@ -72,6 +72,7 @@ async fn print_answers(
         let text = match answer.kind {
             OutboundKind::Reply(text) => format!("{text}\n"),
             OutboundKind::Progress(text) => format!("  ... {text}\n"),
+            OutboundKind::Trouble(text) => format!("[gateway] {text}\n"),
             OutboundKind::Notice(text) | OutboundKind::Answer { text, .. } => {
                 format!("[gateway] {text}\n")
             }

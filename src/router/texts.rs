@@ -59,6 +59,19 @@ pub fn approval_declined(what: &str) -> String {
     )
 }
 
+/// A line for Codex's `error` notification that it will retry: "Reconnecting... 2/5"
+/// becomes "attempt 2 of 5"; anything else is quoted.
+pub fn trouble(message: &str) -> String {
+    let attempt = message
+        .strip_prefix("Reconnecting... ")
+        .and_then(|rest| rest.split_once('/'))
+        .filter(|(n, of)| n.parse::<u32>().is_ok() && of.parse::<u32>().is_ok());
+    match attempt {
+        Some((n, of)) => format!("Codex is reconnecting to the model, attempt {n} of {of}."),
+        None => format!("Codex ran into trouble and is retrying: {message}"),
+    }
+}
+
 /// How a turn that did not complete ended, as a marker under its streamed text.
 pub fn turn_marker(status: TurnStatus, timed_out: bool, error: Option<&str>) -> Option<String> {
     match status {
@@ -111,6 +124,18 @@ pub fn human_duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trouble_lines_read_naturally() {
+        assert_eq!(
+            trouble("Reconnecting... 2/5"),
+            "Codex is reconnecting to the model, attempt 2 of 5."
+        );
+        assert_eq!(
+            trouble("Reconnecting... soon"),
+            "Codex ran into trouble and is retrying: Reconnecting... soon"
+        );
+    }
 
     #[test]
     fn durations_read_naturally() {

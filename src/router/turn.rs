@@ -71,6 +71,8 @@ pub(super) struct TurnTracker {
     /// The agent message being streamed, shown after the finished ones.
     streaming: String,
     last_error: Option<String>,
+    /// The trouble line last shown, so a repeat is not shown again.
+    trouble: Option<String>,
     turn_timeout: Duration,
     outcome: TurnOutcome,
     finished: bool,
@@ -85,6 +87,7 @@ impl TurnTracker {
             stop_pending: false,
             streaming: String::new(),
             last_error: None,
+            trouble: None,
             turn_timeout,
             outcome: TurnOutcome {
                 end: TurnEnd::ProcessLost,
@@ -176,6 +179,16 @@ impl TurnTracker {
                 message,
                 will_retry: false,
             } => self.last_error = Some(message),
+            Notification::Error {
+                message,
+                will_retry: true,
+            } => {
+                let line = texts::trouble(&message);
+                if self.trouble.as_ref() != Some(&line) {
+                    self.trouble = Some(line.clone());
+                    return vec![Effect::Show(OutboundKind::Trouble(line))];
+                }
+            }
             Notification::TurnCompleted {
                 turn_id,
                 status,
@@ -343,7 +356,16 @@ mod tests {
                     (started("t1"), vec![]),
                     (
                         Input::Codex(Notification::Error {
-                            message: "retrying".into(),
+                            message: "Reconnecting... 1/5".into(),
+                            will_retry: true,
+                        }),
+                        vec![Effect::Show(OutboundKind::Trouble(
+                            "Codex is reconnecting to the model, attempt 1 of 5.".into(),
+                        ))],
+                    ),
+                    (
+                        Input::Codex(Notification::Error {
+                            message: "Reconnecting... 1/5".into(),
                             will_retry: true,
                         }),
                         vec![],

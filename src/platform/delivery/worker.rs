@@ -10,6 +10,12 @@ use crate::chat::OutboundKind;
 use crate::platform::approvals::prompt_text;
 use crate::{deadline, render};
 
+/// The running turn's trouble line, edited in place as it changes.
+struct TroubleLine<Id> {
+    message_id: Id,
+    last_edit: Instant,
+}
+
 /// The running turn's text on its way to the chat.
 enum Stream<Id> {
     /// Not shown yet: the turn may end before `show_at`, and then its answer is sent once.
@@ -28,6 +34,7 @@ pub(super) struct Worker<S: Sink> {
     sink: S,
     pace: Pace,
     stream: Option<Stream<S::MessageId>>,
+    trouble: Option<TroubleLine<S::MessageId>>,
     typing: bool,
 }
 
@@ -37,6 +44,7 @@ impl<S: Sink> Worker<S> {
             sink,
             pace,
             stream: None,
+            trouble: None,
             typing: false,
         }
     }
@@ -81,7 +89,11 @@ impl<S: Sink> Worker<S> {
             OutboundKind::Working(working) => self.typing = working,
             OutboundKind::Partial(text) => self.stream_text(text),
             OutboundKind::Reply(text) => self.finish_reply(&text).await,
-            OutboundKind::TurnEnded { marker } => self.end_stream(marker.as_deref()).await,
+            OutboundKind::TurnEnded { marker } => {
+                self.trouble = None; // the next turn's trouble is news again
+                self.end_stream(marker.as_deref()).await
+            }
+            OutboundKind::Trouble(line) => self.show_trouble(&line).await,
             OutboundKind::Notice(text) => self.sink.notice(&text).await,
             OutboundKind::Answer { slot, text } => self.sink.answer(slot, &text).await,
             OutboundKind::Approval(prompt) => {
@@ -89,6 +101,27 @@ impl<S: Sink> Worker<S> {
                 self.sink.ask(&text, &prompt).await
             }
             OutboundKind::Progress(line) => debug!(line, "progress not shown on chat platforms"),
+        }
+    }
+
+    /// One message per turn for what keeps it back, edited (at the edit interval) as the
+    /// trouble changes: never a stream of messages.
+    async fn show_trouble(&mut self, line: &str) {
+        match &mut self.trouble {
+            None => {
+                if let Some(message_id) = self.sink.send(line).await {
+                    let last_edit = Instant::now();
+                    self.trouble = Some(TroubleLine {
+                        message_id,
+                        last_edit,
+                    });
+                }
+            }
+            Some(trouble) => {
+                tokio::time::sleep_until(trouble.last_edit + self.pace.edit_interval).await;
+                self.sink.edit(trouble.message_id, line).await;
+                trouble.last_edit = Instant::now();
+            }
         }
     }
 
