@@ -170,6 +170,9 @@ pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<
     started
 }
 
+/// At stop, how long the platforms get to deliver the last answers.
+const DELIVERY_WAIT: Duration = Duration::from_secs(2);
+
 /// What `run` started besides the core.
 #[derive(Default)]
 struct Serving {
@@ -216,8 +219,9 @@ impl Serving {
             platform.stop_intake().await;
         }
         app.shutdown(Some(grace)).await;
+        // Answers still waiting get a moment (a rate limit may hold them back).
         for platform in self.platforms {
-            platform.finish_delivery().await;
+            platform.finish_delivery(DELIVERY_WAIT).await;
         }
         if let Some(server) = self.server {
             server.stop().await;

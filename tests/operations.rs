@@ -41,7 +41,6 @@ fn telegram_env(telegram: &FakeTelegram, port: u16) -> Vec<(&'static str, String
         ("CODEX_GATEWAY__TELEGRAM__TOKEN", "123:TEST".into()),
         ("CODEX_GATEWAY__TELEGRAM__API_URL", telegram.url.clone()),
         ("CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS", ALICE.to_string()),
-        ("CODEX_GATEWAY__TELEGRAM__POLL_TIMEOUT_SECS", "1".into()),
         ("CODEX_GATEWAY__SERVER__SHUTDOWN_GRACE_SECS", "1".into()),
     ]
 }
@@ -206,4 +205,41 @@ async fn with_no_platform_it_is_healthy_and_says_so() {
     let (status, stderr) = wait_exit(child).await;
     assert!(status.success(), "{stderr}");
     assert!(stderr.contains("no chat platform is enabled"), "{stderr}");
+}
+
+/// At the default grace period (20 s), with a turn waiting for an approval nobody gives:
+/// the process is gone within the grace plus 5 s (compose allows 30 s), and the chat is told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_an_approval_pending_exits_within_the_bound() {
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let port = free_port();
+    let mut envs: Vec<_> = telegram_env(&telegram, port)
+        .into_iter()
+        .filter(|(name, _)| *name != "CODEX_GATEWAY__SERVER__SHUTDOWN_GRACE_SECS")
+        .collect();
+    envs.push(("CODEX_GATEWAY__CODEX__APPROVAL_POLICY", "untrusted".into()));
+    let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
+    wait_healthy(port).await;
+
+    telegram.dm(ALICE, "run: touch never-approved.txt");
+    telegram
+        .wait_for_text(ALICE, |t| t.starts_with("Codex asks to run a command"))
+        .await;
+    let signalled = Instant::now();
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    let took = signalled.elapsed();
+    println!("stop with an approval pending took {took:?} (grace 20 s)");
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(took < Duration::from_secs(25), "took {took:?}");
+    telegram
+        .wait_for_text(ALICE, |t| t.contains("The gateway is restarting"))
+        .await;
+    assert!(!env.workspace().join("never-approved.txt").exists());
+    assert_eq!(
+        env.codex_processes(),
+        Vec::<u32>::new(),
+        "app-server left running"
+    );
 }

@@ -42,9 +42,11 @@ impl PlatformHandle {
         let _ = (&mut self.intake).await;
     }
 
-    /// Waits until every answer handed to the platform has been delivered; call after
-    /// the router has shut down (which closes the outboxes).
-    pub async fn finish_delivery(self) {
-        let _ = self.delivery.await;
+    /// Waits until every answer handed to the platform has been delivered (for at most
+    /// `limit`); call after the router has shut down (which closes the outboxes).
+    pub async fn finish_delivery(self, limit: std::time::Duration) {
+        if tokio::time::timeout(limit, self.delivery).await.is_err() {
+            tracing::warn!(platform = self.name, "last answers not delivered in time");
+        }
     }
 }

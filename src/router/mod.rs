@@ -24,6 +24,9 @@ use activity::Activity;
 use actor::{Actor, ActorMsg, ActorParts};
 use approvals::ApprovalIndex;
 
+/// After the grace period, how long interrupted chats get to finish (see `ABORT_GRACE`).
+const ABORT_WAIT: Duration = Duration::from_secs(2);
+
 #[derive(Clone)]
 pub struct Router {
     inner: Arc<Inner>,
@@ -222,18 +225,30 @@ impl Router {
                 let _ = done.changed().await;
             }
         };
-        if let Some(grace) = grace
-            && tokio::time::timeout(grace, all_done(dones.clone()))
-                .await
-                .is_err()
+        let Some(grace) = grace else {
+            return all_done(dones).await;
+        };
+        if tokio::time::timeout(grace, all_done(dones.clone()))
+            .await
+            .is_ok()
         {
-            info!(
-                ?grace,
-                "shutdown grace period over; interrupting running turns"
-            );
-            self.inner.abort.send_replace(true);
+            return;
         }
-        all_done(dones).await;
+        info!(
+            ?grace,
+            "shutdown grace period over; interrupting running turns"
+        );
+        self.inner.abort.send_replace(true);
+        // A Codex that does not answer must not hold the stop beyond the bound.
+        if tokio::time::timeout(ABORT_WAIT, all_done(dones))
+            .await
+            .is_err()
+        {
+            warn!(
+                ?ABORT_WAIT,
+                "chats still busy after the interrupt; stopping without them"
+            );
+        }
     }
 }
 

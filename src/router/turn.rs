@@ -10,6 +10,9 @@ use crate::codex::{Item, Notification, TokenUsage, TurnStatus};
 
 /// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
 pub(super) const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
+/// The same when the gateway is stopping: its whole stop must fit in the grace period
+/// plus a few seconds (compose's `stop_grace_period`).
+pub(super) const ABORT_GRACE: Duration = Duration::from_millis(1500);
 
 /// What happens to a turn being followed.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,7 +118,7 @@ impl TurnTracker {
             Input::Abort => {
                 let mut effects = vec![Effect::Show(notice(texts::RESTART_INTERRUPTED))];
                 effects.extend(self.interrupt());
-                effects.push(Effect::Deadline(INTERRUPT_GRACE));
+                effects.push(Effect::Deadline(ABORT_GRACE));
                 effects
             }
             Input::Deadline if self.outcome.timed_out => self.finish(TurnEnd::Abandoned),
@@ -429,7 +432,14 @@ mod tests {
                 turn_id: Some("t1"),
                 steps: vec![
                     (started("t1"), vec![]),
-                    (Input::Abort, vec![restart_notice, interrupt("t1"), grace]),
+                    (
+                        Input::Abort,
+                        vec![
+                            restart_notice,
+                            interrupt("t1"),
+                            Effect::Deadline(ABORT_GRACE),
+                        ],
+                    ),
                 ],
                 end: None,
                 replies: &[],

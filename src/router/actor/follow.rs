@@ -34,11 +34,16 @@ impl Actor {
         let turn_timeout = self.ctx.settings.turn_timeout;
         let mut tracker = TurnTracker::new(turn_id, turn_timeout);
         let mut abort = self.abort.clone();
+        // Shutdown may have run out of time while the turn was being started.
         let mut aborted = *abort.borrow();
+        let mut pending = aborted.then_some(Input::Abort);
         let deadline = tokio::time::sleep_until(Instant::now() + turn_timeout);
         tokio::pin!(deadline);
         while !tracker.is_finished() {
-            let input = tokio::select! {
+            let input = if let Some(input) = pending.take() {
+                input
+            } else {
+                tokio::select! {
                 event = self.session.next_event() => match event {
                     Some(ThreadEvent::Notification(notification)) => Input::Codex(notification),
                     Some(ThreadEvent::Approval(request, responder)) => {
@@ -77,6 +82,7 @@ impl Actor {
                 () = &mut deadline => {
                     warn!(chat = %self.chat, ?turn_timeout, "turn deadline passed");
                     Input::Deadline
+                }
                 }
             };
             for effect in tracker.step(input) {
