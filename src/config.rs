@@ -62,6 +62,10 @@ pub struct CodexConfig {
     pub turn_timeout_secs: u64,
     /// How long one JSON-RPC request (not a turn) may take before it counts as failed.
     pub request_timeout_secs: u64,
+    /// How often each app-server is asked a cheap question; one that does not answer within
+    /// `health_check_timeout_secs` counts as wedged and is restarted.
+    pub health_check_secs: u64,
+    pub health_check_timeout_secs: u64,
     /// App-server processes; each hosts many threads, and a chat sticks to one.
     pub processes: usize,
     /// An approval request nobody answers is declined after this long.
@@ -82,6 +86,8 @@ impl Default for CodexConfig {
             sandbox: SandboxMode::WorkspaceWrite,
             turn_timeout_secs: 30 * 60,
             request_timeout_secs: 60,
+            health_check_secs: 30,
+            health_check_timeout_secs: 10,
             processes: 1,
             approval_timeout_secs: 600,
         }
@@ -329,9 +335,18 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.codex.turn_timeout_secs == 0 || self.codex.request_timeout_secs == 0 {
+        let codex = &self.codex;
+        let periods = [
+            codex.turn_timeout_secs,
+            codex.request_timeout_secs,
+            codex.health_check_secs,
+            codex.health_check_timeout_secs,
+        ];
+        if periods.contains(&0) {
             return Err(ConfigError::Rule(
-                "codex.turn_timeout_secs and codex.request_timeout_secs must be above 0".into(),
+                "codex.turn_timeout_secs, request_timeout_secs, health_check_secs and \
+                 health_check_timeout_secs must be above 0"
+                    .into(),
             ));
         }
         if self.codex.processes == 0 || self.hygiene.max_live_threads == 0 {

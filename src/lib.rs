@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::codex::{Codex, CodexError, SpawnSpec};
+use crate::codex::{Codex, CodexError, HealthCheck, SpawnSpec};
 use crate::config::Config;
 use crate::platform::PlatformHandle;
 use crate::platform::discord::DiscordError;
@@ -120,6 +120,10 @@ pub fn spawn_spec(config: &Config) -> SpawnSpec {
             .map(|s| s.expose().to_owned())
             .collect(),
         request_timeout: Duration::from_secs(config.codex.request_timeout_secs),
+        health_check: HealthCheck {
+            every: Duration::from_secs(config.codex.health_check_secs),
+            timeout: Duration::from_secs(config.codex.health_check_timeout_secs),
+        },
     }
 }
 
@@ -150,6 +154,7 @@ impl server::Observed for App {
             live_threads: servers.iter().map(|s| s.subscriptions()).sum(),
             codex_processes: servers.len(),
             codex_restarts: self.ctx.codex.restarts(),
+            codex_wedged: self.ctx.codex.wedged(),
         })
     }
 }

@@ -29,6 +29,7 @@ pub struct Metrics {
     live_threads: Gauge,
     codex_processes: Gauge,
     codex_restarts: Counter,
+    codex_wedged: Counter,
     registry: Registry,
 }
 
@@ -38,6 +39,7 @@ pub struct Gauges {
     pub live_threads: usize,
     pub codex_processes: usize,
     pub codex_restarts: u64,
+    pub codex_wedged: u64,
 }
 
 impl Default for Metrics {
@@ -57,6 +59,10 @@ impl Default for Metrics {
             "codex_restarts",
             "App-server processes replaced after dying.",
         );
+        let codex_wedged = counter(
+            "codex_wedged",
+            "App-server processes restarted for not answering the health check.",
+        );
         let errors = Family::<ErrorLabels, Counter>::default();
         registry.register("errors", "Errors by kind.", errors.clone());
         let mut gauge = |name: &str, help: &str| {
@@ -75,6 +81,7 @@ impl Default for Metrics {
             approval_requests,
             errors,
             codex_restarts,
+            codex_wedged,
             registry,
         }
     }
@@ -94,6 +101,8 @@ impl Metrics {
         // The supervisor counts restarts; the registry shows its count.
         let restarts = self.codex_restarts.inner();
         restarts.store(gauges.codex_restarts, Ordering::Relaxed);
+        let wedged = self.codex_wedged.inner();
+        wedged.store(gauges.codex_wedged, Ordering::Relaxed);
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");
         text
@@ -117,11 +126,13 @@ mod tests {
             live_threads: 2,
             codex_processes: 1,
             codex_restarts: 4,
+            codex_wedged: 1,
         });
         for line in [
             "# TYPE codex_gateway_turns counter\ncodex_gateway_turns_total 2\n",
             "codex_gateway_active_chats 3\n",
             "codex_gateway_codex_restarts_total 4\n",
+            "codex_gateway_codex_wedged_total 1\n",
             "codex_gateway_errors_total{kind=\"codex\"} 2\n",
             "codex_gateway_errors_total{kind=\"store\"} 1\n",
         ] {

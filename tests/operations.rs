@@ -243,3 +243,57 @@ async fn sigterm_with_an_approval_pending_exits_within_the_bound() {
         "app-server left running"
     );
 }
+
+/// An app-server that answers `initialize` and then nothing: alive, but wedged.
+const WEDGED_APP_SERVER: &str = r#"#!/usr/bin/env bash
+while IFS= read -r line; do
+  if [[ $line == *'"method":"initialize"'* ]]; then
+    id=${line#*\"id\":}
+    printf '{"id":%s,"result":{"userAgent":"wedged"}}\n' "${id%%,*}"
+  fi
+done
+"#;
+
+/// A process that stops answering is found by the health check and restarted, and
+/// `/healthz` answers at once all along (a restart's back-off holds no lock it needs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wedged_app_server_is_restarted_and_health_never_blocks() {
+    use codex_gateway::server::Observed;
+    use std::os::unix::fs::PermissionsExt;
+
+    let env = TestEnv::new().await;
+    let script = env.workspace().join("wedged-app-server");
+    std::fs::write(&script, WEDGED_APP_SERVER).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = env.config();
+    config.codex.binary = script;
+    // Shortened for speed: the defaults are a check every 30 s, 10 s to answer.
+    config.codex.request_timeout_secs = 2;
+    config.codex.health_check_secs = 1;
+    config.codex.health_check_timeout_secs = 1;
+    let app = codex_gateway::App::start(&config).await.unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut slowest = Duration::ZERO;
+    let mut unhealthy = 0;
+    loop {
+        let asked = Instant::now();
+        let health = app.health().await;
+        slowest = slowest.max(asked.elapsed());
+        unhealthy += usize::from(health.is_err());
+        let text = app.metrics().await;
+        if metric(&text, "codex_wedged_total") >= 2 {
+            assert!(metric(&text, "codex_restarts_total") >= 1, "{text}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no wedged process found:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.shutdown(None).await;
+    println!("health check: slowest answer {slowest:?}, {unhealthy} unhealthy answers");
+    assert!(slowest < Duration::from_millis(100), "{slowest:?}");
+    assert!(unhealthy > 0, "health never showed the restart");
+}

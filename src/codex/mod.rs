@@ -12,5 +12,5 @@ pub use protocol::{
     AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item,
     Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };
-pub use spawn::SpawnSpec;
+pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::Codex;

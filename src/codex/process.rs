@@ -240,10 +240,27 @@ impl AppServer {
             .map(drop)
     }
 
+    /// Whether the process still answers a cheap request within `within` (a process can
+    /// be alive and wedged).
+    pub async fn answers(&self, within: Duration) -> bool {
+        let probe = self.request_within::<Value>("thread/loaded/list", json!({}), within);
+        !matches!(probe.await, Err(CodexError::Timeout { .. }))
+    }
+
     async fn request<R: DeserializeOwned>(
         &self,
         method: &str,
         params: impl Serialize,
+    ) -> Result<R, CodexError> {
+        let timeout = self.shared.request_timeout;
+        self.request_within(method, params, timeout).await
+    }
+
+    async fn request_within<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
     ) -> Result<R, CodexError> {
         let params = serde_json::to_value(params).map_err(|e| CodexError::Protocol {
             method: method.to_owned(),
@@ -259,7 +276,6 @@ impl AppServer {
         }
         let line = json!({"id": id, "method": method, "params": params});
         let _ = self.shared.outgoing.send(line.to_string());
-        let timeout = self.shared.request_timeout;
         let answer = match tokio::time::timeout(timeout, rx).await {
             Err(_) => {
                 self.shared.pending.lock().expect("lock").remove(&id);

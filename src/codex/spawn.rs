@@ -23,6 +23,15 @@ pub struct SpawnSpec {
     /// Values that must never reach the child's environment (the gateway's tokens).
     pub secrets: Vec<String>,
     pub request_timeout: Duration,
+    /// How often a running process is asked a cheap question, and how long it may take to
+    /// answer before it counts as wedged and is restarted.
+    pub health_check: HealthCheck,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct HealthCheck {
+    pub every: Duration,
+    pub timeout: Duration,
 }
 
 impl SpawnSpec {
@@ -90,6 +99,10 @@ mod tests {
             withheld_env_prefixes: vec!["CODEX_GATEWAY".into()],
             secrets: vec!["tg-secret".into()],
             request_timeout: Duration::from_secs(1),
+            health_check: HealthCheck {
+                every: Duration::from_secs(30),
+                timeout: Duration::from_secs(10),
+            },
         };
         let inherited = [
             ("PATH", "/bin"),

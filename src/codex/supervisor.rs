@@ -31,8 +31,13 @@ struct Supervised {
 struct Inner {
     spec: SpawnSpec,
     slot: Mutex<Slot>,
+    /// The slot's process as of its last start, read without waiting on `slot` (which a
+    /// restart holds through its back-off): health and metrics never block.
+    current: std::sync::Mutex<Option<AppServer>>,
     shutting_down: AtomicBool,
     restarts: AtomicU64,
+    /// Processes killed for not answering the health check.
+    wedged: AtomicU64,
 }
 
 #[derive(Default)]
@@ -53,8 +58,10 @@ impl Codex {
                 inner: Arc::new(Inner {
                     spec: spec.clone(),
                     slot: Mutex::new(Slot::default()),
+                    current: std::sync::Mutex::new(None),
                     shutting_down: AtomicBool::new(false),
                     restarts: AtomicU64::new(0),
+                    wedged: AtomicU64::new(0),
                 }),
             };
             let first = match slot.server().await {
@@ -84,14 +91,22 @@ impl Codex {
         self.slots[index].server().await
     }
 
-    /// The processes running now.
+    /// The processes running now. Never waits for a restart.
     pub async fn servers(&self) -> Vec<AppServer> {
-        let mut live = Vec::new();
-        for slot in self.slots.iter() {
-            let server = slot.inner.slot.lock().await.server.clone();
-            live.extend(server.filter(AppServer::is_alive));
-        }
-        live
+        let current = |slot: &Supervised| slot.inner.current.lock().expect("lock").clone();
+        self.slots
+            .iter()
+            .filter_map(current)
+            .filter(AppServer::is_alive)
+            .collect()
+    }
+
+    /// How many processes were killed and restarted for not answering.
+    pub fn wedged(&self) -> u64 {
+        self.slots
+            .iter()
+            .map(|slot| slot.inner.wedged.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// How many times a dead process has been replaced, over all slots.
@@ -133,6 +148,7 @@ impl Supervised {
             Ok(server) => {
                 slot.server = Some(server.clone());
                 slot.started_at = Some(Instant::now());
+                *self.inner.current.lock().expect("lock") = Some(server.clone());
                 Ok(server)
             }
             Err(error) => {
@@ -146,6 +162,7 @@ impl Supervised {
     async fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         let server = self.inner.slot.lock().await.server.take();
+        self.inner.current.lock().expect("lock").take();
         if let Some(server) = server {
             server.shutdown().await;
         }
@@ -153,7 +170,7 @@ impl Supervised {
 
     async fn supervise(self, mut server: AppServer) {
         loop {
-            server.exited().await;
+            self.until_dead_or_wedged(&server).await;
             if self.inner.shutting_down.load(Ordering::SeqCst) {
                 return;
             }
@@ -165,6 +182,26 @@ impl Supervised {
                     Err(e) => error!(error = %e, "codex app-server restart failed; retrying"),
                 }
             };
+        }
+    }
+}
+
+impl Supervised {
+    /// Returns when the process has died, or has stopped answering the periodic health
+    /// check (then it is killed, and restarted like a crashed one).
+    async fn until_dead_or_wedged(&self, server: &AppServer) {
+        let check = self.inner.spec.health_check;
+        loop {
+            tokio::select! {
+                () = server.exited() => return,
+                () = tokio::time::sleep(check.every) => {}
+            }
+            if !server.answers(check.timeout).await && server.is_alive() {
+                warn!(pid = ?server.pid(), timeout = ?check.timeout, "codex app-server stopped answering; restarting it");
+                self.inner.wedged.fetch_add(1, Ordering::Relaxed);
+                server.shutdown().await;
+                return;
+            }
         }
     }
 }
