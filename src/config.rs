@@ -70,6 +70,8 @@ pub struct CodexConfig {
     pub processes: usize,
     /// An approval request nobody answers is declined after this long.
     pub approval_timeout_secs: u64,
+    /// Messages a chat may have waiting behind its running turn; more are refused.
+    pub max_queued_messages: usize,
 }
 
 impl Default for CodexConfig {
@@ -90,6 +92,7 @@ impl Default for CodexConfig {
             health_check_timeout_secs: 10,
             processes: 1,
             approval_timeout_secs: 600,
+            max_queued_messages: 20,
         }
     }
 }

@@ -299,3 +299,33 @@ async fn a_started_turn_is_delivered_even_if_the_database_fails() {
     );
     assert_eq!(env.model.turn_requests().len(), 2, "the turn ran twice");
 }
+
+/// A chat's queue is bounded: past `max_queued_messages` (20) the sender is told, and the
+/// queued ones still run in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_refuses_more_and_says_so() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("flooded");
+    chat.send(&app, "slow: a turn that the queue waits for");
+    chat.wait_for(|k| matches!(k, OutboundKind::Partial(_)).then_some(()))
+        .await;
+    for i in 0..25 {
+        chat.send(&app, &format!("queued {i}"));
+    }
+    assert_eq!(chat.reply().await, "a turn that the queue waits for");
+    for i in 0..20 {
+        assert_eq!(chat.reply().await, format!("Echo: queued {i}"));
+    }
+    app.shutdown(None).await;
+    let notices = chat.notices();
+    let count = |part: &str| notices.iter().filter(|n| n.contains(part)).count();
+    assert_eq!(count("Queued"), 20, "{notices:?}");
+    assert_eq!(count("The queue is full (20"), 5, "{notices:?}");
+    assert!(
+        env.model
+            .requests()
+            .iter()
+            .all(|r| !r.text().contains("queued 20"))
+    );
+}

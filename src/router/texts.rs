@@ -12,6 +12,13 @@ pub const STOPPING: &str = "Stopping...";
 pub const STOPPED: &str = "Stopped.";
 pub const QUEUED: &str =
     "Queued: Codex is still working on the previous message. (/stop interrupts it.)";
+pub fn queue_full(limit: usize) -> String {
+    format!(
+        "The queue is full ({limit} messages wait behind the running turn), so this one was \
+         not taken. Send it again once Codex has caught up, or /stop the turn."
+    )
+}
+
 pub const NEW_THREAD: &str =
     "Started a new conversation: the next message goes to a fresh Codex thread.";
 pub const THREAD_REPLACED: &str = "This chat's earlier Codex session could not be restored (its \

@@ -31,6 +31,7 @@ pub struct SessionSettings {
     pub sandbox: SandboxMode,
     pub turn_timeout: Duration,
     pub approval_timeout: Duration,
+    pub max_queued: usize,
 }
 
 impl SessionSettings {
@@ -43,6 +44,7 @@ impl SessionSettings {
             sandbox: codex.sandbox,
             turn_timeout: Duration::from_secs(codex.turn_timeout_secs),
             approval_timeout: Duration::from_secs(codex.approval_timeout_secs),
+            max_queued: codex.max_queued_messages,
         }
     }
 }

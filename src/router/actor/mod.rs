@@ -175,6 +175,11 @@ impl Actor {
             }
             Input::Command(Command::Status) => replies.notice(self.status().await),
             Input::Command(Command::Help) => replies.notice(HELP),
+            _ if self.queued_messages() >= self.ctx.settings.max_queued => {
+                let limit = self.ctx.settings.max_queued;
+                warn!(chat = %self.chat, limit, "queue full; message refused");
+                replies.notice(texts::queue_full(limit));
+            }
             _ => {
                 replies.notice(texts::QUEUED);
                 // The queued notice answered the message; its result comes as a notice.
@@ -183,6 +188,12 @@ impl Actor {
             }
         }
         false
+    }
+
+    /// Messages waiting behind the running turn.
+    fn queued_messages(&self) -> usize {
+        let is_message = |m: &&ActorMsg| matches!(m, ActorMsg::Inbound(_));
+        self.queue.iter().filter(is_message).count()
     }
 
     fn report(&self, replies: &Replies<'_>, error: &SessionError) {
