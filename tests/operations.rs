@@ -297,3 +297,38 @@ async fn a_wedged_app_server_is_restarted_and_health_never_blocks() {
     assert!(slowest < Duration::from_millis(100), "{slowest:?}");
     assert!(unhealthy > 0, "health never showed the restart");
 }
+
+/// An app-server that answers `initialize`, then writes a line of 70 MB without an end.
+const FLOODING_APP_SERVER: &str = r#"#!/usr/bin/env bash
+IFS= read -r line
+id=${line#*\"id\":}
+printf '{"id":%s,"result":{"userAgent":"flooding"}}\n' "${id%%,*}"
+head -c 70000000 /dev/zero | tr '\0' 'x'
+sleep 600
+"#;
+
+/// A line over 64 MiB from Codex is a broken process: it is restarted, and the gateway's
+/// memory does not grow with the line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_line_from_codex_restarts_it() {
+    use codex_gateway::server::Observed;
+    use std::os::unix::fs::PermissionsExt;
+
+    let env = TestEnv::new().await;
+    let script = env.workspace().join("flooding-app-server");
+    std::fs::write(&script, FLOODING_APP_SERVER).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = env.config();
+    config.codex.binary = script;
+    config.codex.request_timeout_secs = 2;
+    let app = codex_gateway::App::start(&config).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metric(&app.metrics().await, "codex_restarts_total") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the flooding process was not restarted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.shutdown(None).await;
+}

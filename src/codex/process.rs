@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::error::CodexError;
 use super::protocol::{
@@ -318,16 +318,40 @@ async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<S
     }
 }
 
+/// Longest line read from the app-server; a longer one is a broken process, not a message.
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
 async fn read_lines(stdout: ChildStdout, shared: Arc<Shared>) {
-    let mut lines = BufReader::new(stdout).lines();
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
     loop {
-        match lines.next_line().await {
-            Ok(Some(line)) => shared.dispatch(&line),
-            Ok(None) => break,
+        let buffered = match reader.fill_buf().await {
+            Ok([]) => break,
+            Ok(buffered) => buffered,
             Err(error) => {
-                warn!(%error, "unreadable line from codex app-server");
+                warn!(%error, "cannot read from codex app-server");
                 break;
             }
+        };
+        let (taken, complete) = match buffered.iter().position(|&b| b == b'\n') {
+            Some(end) => (end + 1, true),
+            None => (buffered.len(), false),
+        };
+        line.extend_from_slice(&buffered[..taken]);
+        reader.consume(taken);
+        if line.len() > MAX_LINE_BYTES {
+            error!(
+                limit = MAX_LINE_BYTES,
+                "codex app-server sent an over-long line; restarting it"
+            );
+            if let Some(kill) = shared.kill.lock().expect("lock").take() {
+                let _ = kill.send(());
+            }
+            break;
+        }
+        if complete {
+            shared.dispatch(String::from_utf8_lossy(&line).trim_end());
+            line.clear();
         }
     }
     shared.mark_exited();

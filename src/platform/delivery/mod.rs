@@ -7,6 +7,7 @@
 mod worker;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -59,6 +60,38 @@ pub trait Sink: Send + Sync + 'static {
     }
 }
 
+/// The newest streamed text of a chat, not yet taken by its worker: a slow platform holds
+/// one text per chat, not every delta.
+pub(super) type Latest = Arc<Mutex<Option<String>>>;
+
+/// What a worker is handed.
+pub(super) enum Job {
+    Event(OutboundKind),
+    /// Newer streamed text waits in `Latest`.
+    Streamed,
+}
+
+struct WorkerHandle {
+    jobs: mpsc::UnboundedSender<Job>,
+    latest: Latest,
+}
+
+impl WorkerHandle {
+    fn hand_over(&self, kind: OutboundKind) {
+        let job = match kind {
+            OutboundKind::Partial(text) => {
+                let waiting = self.latest.lock().expect("lock").replace(text);
+                if waiting.is_some() {
+                    return; // the worker has not taken the older text yet: replaced
+                }
+                Job::Streamed
+            }
+            other => Job::Event(other),
+        };
+        let _ = self.jobs.send(job);
+    }
+}
+
 /// Routes each answer to its chat's worker; `sink_for` makes a chat's sink (or `None` to
 /// drop answers for chats the platform never saw). Ends once every outbox is closed and
 /// every worker has delivered what it holds.
@@ -67,26 +100,52 @@ pub async fn run<S: Sink>(
     pace: Pace,
     mut sink_for: impl FnMut(&ChatKey) -> Option<S>,
 ) {
-    let mut workers: HashMap<ChatKey, mpsc::UnboundedSender<OutboundKind>> = HashMap::new();
+    let mut workers: HashMap<ChatKey, WorkerHandle> = HashMap::new();
     let mut tasks = Vec::new();
     while let Some(Outbound { chat, kind }) = answers.recv().await {
-        let sink = sink_for(&chat);
         let worker = match workers.get(&chat) {
             Some(worker) => worker,
             None => {
-                let Some(sink) = sink else {
+                let Some(sink) = sink_for(&chat) else {
                     warn!(%chat, "an answer for a chat the platform never saw; dropped");
                     continue;
                 };
-                let (tx, rx) = mpsc::unbounded_channel();
-                tasks.push(tokio::spawn(Worker::new(sink, pace).run(rx)));
-                workers.entry(chat).or_insert(tx)
+                let (jobs, rx) = mpsc::unbounded_channel();
+                let latest = Latest::default();
+                let worker = Worker::new(sink, pace, latest.clone());
+                tasks.push(tokio::spawn(worker.run(rx)));
+                workers.entry(chat).or_insert(WorkerHandle { jobs, latest })
             }
         };
-        let _ = worker.send(kind);
+        worker.hand_over(kind);
     }
     drop(workers);
     for task in tasks {
         let _ = task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_text_is_coalesced_until_the_worker_takes_it() {
+        let (jobs, mut handed) = mpsc::unbounded_channel();
+        let worker = WorkerHandle {
+            jobs,
+            latest: Latest::default(),
+        };
+        for text in ["a", "ab", "abc"] {
+            worker.hand_over(OutboundKind::Partial(text.into()));
+        }
+        worker.hand_over(OutboundKind::Reply("abc!".into()));
+        assert!(matches!(handed.try_recv(), Ok(Job::Streamed)));
+        assert_eq!(worker.latest.lock().unwrap().take().as_deref(), Some("abc"));
+        assert!(matches!(
+            handed.try_recv(),
+            Ok(Job::Event(OutboundKind::Reply(_)))
+        ));
+        assert!(handed.try_recv().is_err(), "one job for three texts");
     }
 }

@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::{Pace, Sink};
+use super::{Job, Latest, Pace, Sink};
 use crate::chat::OutboundKind;
 use crate::platform::approvals::prompt_text;
 use crate::{deadline, render};
@@ -36,25 +36,33 @@ pub(super) struct Worker<S: Sink> {
     stream: Option<Stream<S::MessageId>>,
     trouble: Option<TroubleLine<S::MessageId>>,
     typing: bool,
+    latest: Latest,
 }
 
 impl<S: Sink> Worker<S> {
-    pub(super) fn new(sink: S, pace: Pace) -> Self {
+    pub(super) fn new(sink: S, pace: Pace, latest: Latest) -> Self {
         Self {
             sink,
             pace,
             stream: None,
             trouble: None,
             typing: false,
+            latest,
         }
     }
 
-    pub(super) async fn run(mut self, mut events: mpsc::UnboundedReceiver<OutboundKind>) {
+    pub(super) async fn run(mut self, mut jobs: mpsc::UnboundedReceiver<Job>) {
         let mut next_typing = Instant::now();
         loop {
             tokio::select! {
-                event = events.recv() => match event {
-                    Some(event) => {
+                job = jobs.recv() => match job {
+                    Some(Job::Streamed) => {
+                        let text = self.latest.lock().expect("lock").take();
+                        if let Some(text) = text {
+                            self.stream_text(text);
+                        }
+                    }
+                    Some(Job::Event(event)) => {
                         if event == OutboundKind::Working(true) {
                             next_typing = Instant::now();
                         }
@@ -87,6 +95,7 @@ impl<S: Sink> Worker<S> {
     async fn handle(&mut self, event: OutboundKind) {
         match event {
             OutboundKind::Working(working) => self.typing = working,
+            // Streamed text comes as `Job::Streamed`; a stray one is shown all the same.
             OutboundKind::Partial(text) => self.stream_text(text),
             OutboundKind::Reply(text) => self.finish_reply(&text).await,
             OutboundKind::TurnEnded { marker } => {

@@ -84,6 +84,23 @@ impl PendingCommands {
 #[derive(Default)]
 struct ThreadParents(Mutex<HashMap<ChannelId, Option<ChannelId>>>);
 
+/// Channels remembered in `ThreadParents`; past that it starts again (lookups are cheap).
+const REMEMBERED_CHANNELS: usize = 10_000;
+
+impl ThreadParents {
+    fn get(&self, channel: ChannelId) -> Option<Option<ChannelId>> {
+        self.0.lock().expect("lock").get(&channel).copied()
+    }
+
+    fn learn(&self, channel: ChannelId, parent: Option<ChannelId>) {
+        let mut parents = self.0.lock().expect("lock");
+        if parents.len() >= REMEMBERED_CHANNELS {
+            parents.clear();
+        }
+        parents.insert(channel, parent);
+    }
+}
+
 /// What the event handler needs: who may talk, where messages go, what it learned.
 struct Intake {
     config: DiscordConfig,
@@ -314,7 +331,7 @@ impl Intake {
         if listed(channel) {
             return true;
         }
-        let known = self.parents.0.lock().expect("lock").get(&channel).copied();
+        let known = self.parents.get(channel);
         let parent = match known {
             Some(parent) => parent,
             None => {
@@ -333,7 +350,7 @@ impl Intake {
                         return false;
                     }
                 };
-                self.parents.0.lock().expect("lock").insert(channel, parent);
+                self.parents.learn(channel, parent);
                 parent
             }
         };

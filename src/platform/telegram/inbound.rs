@@ -32,6 +32,21 @@ pub fn chat_key(origin: Origin, mode: GroupThreads) -> ChatKey {
     key
 }
 
+/// Where a chat's answers go, read back from its key: the Telegram chat id and the forum
+/// topic, if any. `None` for a key that is not Telegram's.
+pub fn address(chat: &ChatKey) -> Option<(i64, Option<i32>)> {
+    if chat.platform != Platform::Telegram {
+        return None;
+    }
+    let chat_id = chat.chat.parse().ok()?;
+    let topic = chat
+        .topic
+        .as_deref()
+        .and_then(|topic| topic.split('/').next())
+        .and_then(|first| first.parse().ok());
+    Some((chat_id, topic))
+}
+
 /// In a group the bot answers when mentioned, replied to, or given one of its commands
 /// (`/cmd` or `/cmd@thisbot`, not `/cmd@otherbot`).
 pub fn addressed(text: &str, replies_to_bot: bool, bot_username: &str) -> bool {
@@ -98,6 +113,17 @@ mod tests {
             chat_key(origin(-100, Some(7)), per_user).to_string(),
             "telegram:-100/7/u77"
         );
+    }
+
+    #[test]
+    fn answers_go_back_where_the_key_came_from() {
+        for mode in [GroupThreads::PerChat, GroupThreads::PerUser] {
+            for (chat_id, topic) in [(1001, None), (-100, None), (-100, Some(7))] {
+                let key = chat_key(origin(chat_id, topic), mode);
+                assert_eq!(address(&key), Some((chat_id, topic)), "{key}");
+            }
+        }
+        assert_eq!(address(&ChatKey::new(Platform::Discord, "5")), None);
     }
 
     #[test]

@@ -6,8 +6,7 @@
 mod delivery;
 mod inbound;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use teloxide::payloads::{AnswerCallbackQuerySetters, GetUpdatesSetters};
@@ -20,7 +19,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{ChatKey, Inbound, Outbox, Platform};
+use crate::chat::{Inbound, Outbox, Platform};
 use crate::config::TelegramConfig;
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
@@ -61,7 +60,6 @@ struct Shared {
     config: TelegramConfig,
     username: String,
     bot_user_id: u64,
-    targets: Mutex<HashMap<ChatKey, Target>>,
     /// Refusals to strangers, paced off the update loop.
     refusals: Refusals<(Target, u64)>,
 }
@@ -112,7 +110,6 @@ pub async fn start(
         config: config.clone(),
         username,
         bot_user_id: me.id.0,
-        targets: Mutex::new(HashMap::new()),
         refusals: Refusals::start(move |(target, user_id)| {
             delivery::send_plain(refusal_bot.clone(), target, refusal(user_id))
         }),
@@ -125,7 +122,11 @@ pub async fn start(
     };
     let sinks = shared.clone();
     let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
-        let target = sinks.targets.lock().expect("lock").get(chat).copied()?;
+        let (chat_id, topic) = inbound::address(chat)?;
+        let target = Target {
+            chat_id: ChatId(chat_id),
+            topic: topic.map(|t| teloxide::types::ThreadId(teloxide::types::MessageId(t))),
+        };
         Some(delivery::TelegramChat {
             shared: sinks.clone(),
             target,
@@ -254,11 +255,6 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         user_id,
     };
     let chat = inbound::chat_key(origin, shared.config.group_threads);
-    shared
-        .targets
-        .lock()
-        .expect("lock")
-        .insert(chat.clone(), target);
     let user = from
         .username
         .clone()
