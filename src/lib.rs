@@ -22,6 +22,7 @@ use crate::codex::{Codex, CodexError, HealthCheck, SpawnSpec};
 use crate::config::Config;
 use crate::platform::PlatformHandle;
 use crate::platform::discord::DiscordError;
+use crate::platform::intake::IntakeHealth;
 use crate::platform::telegram::TelegramError;
 use crate::router::Router;
 use crate::session::{Context, LoginCheck, SessionSettings};
@@ -183,6 +184,34 @@ const DELIVERY_WAIT: Duration = Duration::from_secs(2);
 struct Serving {
     server: Option<server::Server>,
     platforms: Vec<PlatformHandle>,
+    intakes: IntakeHealth,
+}
+
+/// What `/healthz` and `/metrics` look at: the core, and the platforms' intakes.
+#[derive(Clone)]
+struct Observer {
+    app: App,
+    intakes: IntakeHealth,
+}
+
+impl server::Observed for Observer {
+    async fn health(&self) -> Result<(), String> {
+        let down = self.intakes.down();
+        let intakes = match down.is_empty() {
+            true => Ok(()),
+            false => Err(format!("{} intake stopped; restarting it", down.join(", "))),
+        };
+        let core = self.app.health().await;
+        match (core, intakes) {
+            (Ok(()), Ok(())) => Ok(()),
+            (Err(problem), Ok(())) | (Ok(()), Err(problem)) => Err(problem),
+            (Err(core), Err(intakes)) => Err(format!("{core}; {intakes}")),
+        }
+    }
+
+    async fn metrics(&self) -> String {
+        self.app.metrics().await
+    }
 }
 
 impl Serving {
@@ -192,7 +221,11 @@ impl Serving {
             .listen
             .parse()
             .expect("validated in Config::load");
-        let server = server::Server::start(listen, app.clone())
+        let observer = Observer {
+            app: app.clone(),
+            intakes: self.intakes.clone(),
+        };
+        let server = server::Server::start(listen, observer)
             .await
             .map_err(|source| StartError::Listen {
                 address: config.server.listen.clone(),
@@ -203,12 +236,15 @@ impl Serving {
         if let Some(token) = telegram.token.as_ref().filter(|_| telegram.enabled) {
             let router = app.router().clone();
             let store = app.store().clone();
-            let handle = platform::telegram::start(telegram, token.expose(), router, store).await?;
+            let health = self.intakes.clone();
+            let token = token.expose();
+            let handle = platform::telegram::start(telegram, token, router, store, health).await?;
             self.platforms.push(handle);
         }
         if let Some(token) = discord.token.as_ref().filter(|_| discord.enabled) {
             let router = app.router().clone();
-            let handle = platform::discord::start(discord, token.expose(), router).await?;
+            let health = self.intakes.clone();
+            let handle = platform::discord::start(discord, token.expose(), router, health).await?;
             self.platforms.push(handle);
         }
         if self.platforms.is_empty() {

@@ -541,3 +541,43 @@ async fn model_trouble_is_one_line_updated_in_place() {
         "the line was not updated"
     );
 }
+
+/// The update loop ends when it cannot read its offset: it is started again with a
+/// back-off, and `/healthz` says so until it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_intake_is_started_again_and_health_shows_it() {
+    let (env, tg, mut config) = setup().await;
+    let port = support::free_port();
+    config.server.listen = format!("127.0.0.1:{port}");
+    Gateway::start(&config).stop().await; // creates and migrates the database
+    let database = sqlx::SqlitePool::connect(&format!("sqlite://{}", env.database().display()))
+        .await
+        .unwrap();
+    sqlx::query("ALTER TABLE platform_offsets RENAME TO offsets_away")
+        .execute(&database)
+        .await
+        .unwrap();
+    let gateway = Gateway::start(&config);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let down = loop {
+        let answer = support::http_get_when_up(port, "/healthz").await;
+        if answer.0 == 503 {
+            break answer.1;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "health never showed the stopped intake"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(down.contains("telegram intake stopped"), "{down}");
+    sqlx::query("ALTER TABLE offsets_away RENAME TO platform_offsets")
+        .execute(&database)
+        .await
+        .unwrap();
+    tg.dm(ALICE, "are you back?");
+    tg.wait_for_text(ALICE, |t| t == "Echo: are you back?")
+        .await;
+    assert_eq!(support::http_get(port, "/healthz").await.0, 200);
+    gateway.stop().await;
+}

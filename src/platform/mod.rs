@@ -4,6 +4,7 @@ pub mod approvals;
 pub mod console;
 pub mod delivery;
 pub mod discord;
+pub mod intake;
 pub mod mention;
 pub mod refusals;
 pub mod retry;

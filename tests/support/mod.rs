@@ -353,3 +353,19 @@ pub async fn http_get(port: u16, path: &str) -> (u16, String) {
         .to_owned();
     (status, body)
 }
+
+/// `http_get`, once something listens on `port` (a gateway that is still starting).
+pub async fn http_get_when_up(port: u16, path: &str) -> (u16, String) {
+    let deadline = tokio::time::Instant::now() + ANSWER_TIMEOUT;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nothing listens on {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    http_get(port, path).await
+}

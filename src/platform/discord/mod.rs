@@ -24,6 +24,7 @@ use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
 use super::approvals::{self, Pressed, Presser};
+use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbox, Platform};
 use crate::config::DiscordConfig;
@@ -122,17 +123,15 @@ pub async fn start(
     config: &DiscordConfig,
     token: &str,
     router: Router,
+    health: IntakeHealth,
 ) -> Result<PlatformHandle, DiscordError> {
-    let http = rest_client(config, token);
-    let me = http.get_current_user().await.map_err(DiscordError::Start)?;
+    let rest = Arc::new(rest_client(config, token));
+    let me = rest.get_current_user().await.map_err(DiscordError::Start)?;
     info!(bot = me.name, "discord connected");
 
     let (outbox, answers) = mpsc::unbounded_channel();
-    let intents = GatewayIntents::GUILD_MESSAGES
-        | GatewayIntents::DIRECT_MESSAGES
-        | GatewayIntents::MESSAGE_CONTENT;
     let commands = Arc::new(PendingCommands::default());
-    let refusal_http = Arc::new(rest_client(config, token));
+    let refusal_http = rest.clone();
     let refusals = Refusals::start(move |(channel, user_id): (ChannelId, u64)| {
         let http = refusal_http.clone();
         async move {
@@ -150,41 +149,60 @@ pub async fn start(
         parents: ThreadParents::default(),
         refusals,
     });
-    let mut client = ClientBuilder::new_with_http(http, intents)
-        .event_handler_arc(Arc::new(Handler(intake.clone())))
-        .await
-        .map_err(DiscordError::Start)?;
-
     let pace = Pace {
         edit_interval: Duration::from_millis(config.edit_interval_ms),
         first_flush: Duration::from_millis(config.first_flush_ms),
     };
-    let http = client.http.clone();
     let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
         Some(delivery::DiscordChat {
-            http: http.clone(),
+            http: rest.clone(),
             commands: commands.clone(),
             channel: ChannelId::new(chat.chat.parse().ok()?),
         })
     }));
 
-    let (stop, mut stopped) = watch::channel(false);
+    let (stop, stopped) = watch::channel(false);
+    let (config, token) = (config.clone(), token.to_owned());
     let intake_task = tokio::spawn(async move {
-        let shards = client.shard_manager.clone();
-        tokio::select! {
-            result = client.start() => {
-                if let Err(error) = result {
-                    error!(%error, "discord: the gateway connection ended");
-                }
-            }
-            _ = stopped.changed() => {
-                intake.stopped.store(true, Ordering::SeqCst);
-                shards.shutdown_all().await;
-            }
-        }
+        keep_running("discord", health, stopped, |stopped| {
+            serve_gateway(&config, &token, intake.clone(), stopped)
+        })
+        .await;
         intake.outbox.lock().expect("lock").take();
     });
     Ok(PlatformHandle::new("discord", stop, intake_task, delivery))
+}
+
+/// One gateway session: connects and serves events until the connection ends for good
+/// (serenity itself reconnects and RESUMEs what it can) or the intake is stopped.
+async fn serve_gateway(
+    config: &DiscordConfig,
+    token: &str,
+    intake: Arc<Intake>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let intents = GatewayIntents::GUILD_MESSAGES
+        | GatewayIntents::DIRECT_MESSAGES
+        | GatewayIntents::MESSAGE_CONTENT;
+    let client = ClientBuilder::new_with_http(rest_client(config, token), intents)
+        .event_handler_arc(Arc::new(Handler(intake.clone())))
+        .await;
+    let mut client = match client {
+        Ok(client) => client,
+        Err(error) => return error!(%error, "discord: cannot set up the gateway client"),
+    };
+    let shards = client.shard_manager.clone();
+    tokio::select! {
+        result = client.start() => match result {
+            Ok(()) => warn!("discord: the gateway connection ended"),
+            Err(error) => error!(%error, "discord: the gateway connection ended"),
+        },
+        // The guard `wait_for` returns must not live across the shutdown below.
+        _ = async { stopped.wait_for(|stop| *stop).await.map(drop) } => {
+            intake.stopped.store(true, Ordering::SeqCst);
+            shards.shutdown_all().await;
+        }
+    }
 }
 
 fn rest_client(config: &DiscordConfig, token: &str) -> Http {

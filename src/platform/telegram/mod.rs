@@ -24,6 +24,7 @@ use crate::config::TelegramConfig;
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
 use crate::platform::delivery::Pace;
+use crate::platform::intake::{IntakeHealth, keep_running};
 use crate::platform::refusals::Refusals;
 use crate::router::{Router, command};
 use crate::store::Store;
@@ -70,6 +71,7 @@ pub async fn start(
     token: &str,
     router: Router,
     store: Store,
+    health: IntakeHealth,
 ) -> Result<PlatformHandle, TelegramError> {
     let url: url::Url =
         config
@@ -132,7 +134,15 @@ pub async fn start(
             target,
         })
     }));
-    let intake = tokio::spawn(poll(shared, router, store, outbox, stopped));
+    let intake = tokio::spawn(keep_running("telegram", health, stopped, move |stopped| {
+        poll(
+            shared.clone(),
+            router.clone(),
+            store.clone(),
+            outbox.clone(),
+            stopped,
+        )
+    }));
     Ok(PlatformHandle::new("telegram", stop, intake, delivery))
 }
 
@@ -146,7 +156,7 @@ async fn poll(
     let mut offset = match store.platform_offset(Platform::Telegram).await {
         Ok(offset) => offset.unwrap_or(0),
         Err(error) => {
-            error!(%error, "telegram: cannot read the stored update offset; not polling");
+            error!(%error, "telegram: cannot read the stored update offset; not polling now");
             return;
         }
     };
