@@ -332,3 +332,36 @@ async fn an_endless_line_from_codex_restarts_it() {
     }
     app.shutdown(None).await;
 }
+
+/// SIGTERM while a message waits on a Codex that stopped answering (its turn is being
+/// started): the process still exits within the grace plus 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_codex_hung_exits_within_the_bound() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let port = free_port();
+    let script = env.workspace().join("wedged-app-server");
+    std::fs::write(&script, WEDGED_APP_SERVER).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut envs = telegram_env(&telegram, port);
+    envs.push(("CODEX_GATEWAY__CODEX__BINARY", script.display().to_string()));
+    let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
+    wait_healthy(port).await;
+    telegram.dm(ALICE, "hello, hung Codex");
+    // Taken at once; its thread is being started on a Codex that never answers.
+    while telegram.pending_updates() > 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let signalled = Instant::now();
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    let took = signalled.elapsed();
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(
+        took < Duration::from_secs(6),
+        "took {took:?} with a 1 s grace"
+    );
+}

@@ -228,9 +228,11 @@ impl AppServer {
     }
 
     /// Starts Codex's native compaction; it then runs as a turn on the thread.
-    /// The account Codex would use for the model (`account/read`, nothing refreshed).
+    /// The account Codex would use for the model (`account/read`, nothing refreshed). A
+    /// quick question: it never holds up a start for long.
     pub async fn account(&self) -> Result<AccountState, CodexError> {
-        self.request("account/read", json!({"refreshToken": false}))
+        let params = json!({"refreshToken": false});
+        self.request_within("account/read", params, ACCOUNT_TIMEOUT)
             .await
     }
 
@@ -317,6 +319,9 @@ async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<S
         }
     }
 }
+
+/// How long `account/read` may take.
+const ACCOUNT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Longest line read from the app-server; a longer one is a broken process, not a message.
 const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;

@@ -165,6 +165,11 @@ pub enum Notification {
         message: String,
         will_retry: bool,
     },
+    /// Codex answers this turn with another model.
+    ModelRerouted {
+        turn_id: String,
+        to_model: String,
+    },
 }
 
 /// What kind of action Codex asks a person to approve.
@@ -240,6 +245,10 @@ impl Notification {
                     .get("willRetry")
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
+            }),
+            "model/rerouted" => Some(Notification::ModelRerouted {
+                turn_id: turn_id(),
+                to_model: text(params, "toModel").unwrap_or_default(),
             }),
             _ => None,
         }

@@ -79,6 +79,10 @@ pub fn trouble(message: &str) -> String {
     }
 }
 
+pub fn rerouted(model: &str) -> String {
+    format!("Codex answers this one with another model ({model}).")
+}
+
 /// How a turn that did not complete ended, as a marker under its streamed text.
 pub fn turn_marker(status: TurnStatus, timed_out: bool, error: Option<&str>) -> Option<String> {
     match status {

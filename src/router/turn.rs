@@ -185,12 +185,9 @@ impl TurnTracker {
             Notification::Error {
                 message,
                 will_retry: true,
-            } => {
-                let line = texts::trouble(&message);
-                if self.trouble.as_ref() != Some(&line) {
-                    self.trouble = Some(line.clone());
-                    return vec![Effect::Show(OutboundKind::Trouble(line))];
-                }
+            } => return self.show_trouble(texts::trouble(&message)),
+            Notification::ModelRerouted { turn_id, to_model } if self.is_ours(&turn_id) => {
+                return self.show_trouble(texts::rerouted(&to_model));
             }
             Notification::TurnCompleted {
                 turn_id,
@@ -203,6 +200,15 @@ impl TurnTracker {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// The turn's trouble line, unless it says what is shown already.
+    fn show_trouble(&mut self, line: String) -> Vec<Effect> {
+        if self.trouble.as_ref() == Some(&line) {
+            return Vec::new();
+        }
+        self.trouble = Some(line.clone());
+        vec![Effect::Show(OutboundKind::Trouble(line))]
     }
 
     fn on_item(&mut self, item: Item) -> Vec<Effect> {
@@ -383,6 +389,30 @@ mod tests {
                     (completed("t1", TurnStatus::Failed), vec![]),
                 ],
                 end: Some(completed_end(TurnStatus::Failed, Some("quota exceeded"))),
+                replies: &[],
+            },
+            Case {
+                name: "a rerouted model is said once",
+                turn_id: Some("t1"),
+                steps: vec![
+                    (
+                        Input::Codex(Notification::ModelRerouted {
+                            turn_id: "t1".into(),
+                            to_model: "gpt-safe".into(),
+                        }),
+                        vec![Effect::Show(OutboundKind::Trouble(texts::rerouted(
+                            "gpt-safe",
+                        )))],
+                    ),
+                    (
+                        Input::Codex(Notification::ModelRerouted {
+                            turn_id: "t1".into(),
+                            to_model: "gpt-safe".into(),
+                        }),
+                        vec![],
+                    ),
+                ],
+                end: None,
                 replies: &[],
             },
             Case {
