@@ -5,6 +5,7 @@ pub mod codex;
 pub mod config;
 pub mod deadline;
 pub mod hygiene;
+pub mod instance_lock;
 pub mod metrics;
 pub mod platform;
 pub mod render;
@@ -20,6 +21,7 @@ use tracing::{info, warn};
 
 use crate::codex::{Codex, CodexError, HealthCheck, SpawnSpec};
 use crate::config::Config;
+use crate::instance_lock::{InstanceLock, LockError};
 use crate::platform::PlatformHandle;
 use crate::platform::discord::DiscordError;
 use crate::platform::intake::IntakeHealth;
@@ -30,6 +32,8 @@ use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -51,11 +55,14 @@ pub struct App {
     ctx: Arc<Context>,
     router: Router,
     processes: usize,
+    /// Keeps a second gateway off this database while any clone lives.
+    _lock: Arc<InstanceLock>,
 }
 
 impl App {
     /// Opens the database (migrating it) and starts the Codex app-server.
     pub async fn start(config: &Config) -> Result<Self, StartError> {
+        let lock = InstanceLock::acquire(&config.storage.database)?;
         let store = Store::open(&config.storage.database).await?;
         let codex = Codex::start(spawn_spec(config), config.codex.processes).await?;
         let login = LoginCheck::new(spawn_spec(config));
@@ -77,6 +84,7 @@ impl App {
             router: Router::new(ctx.clone(), config.hygiene.max_live_threads),
             ctx,
             processes: config.codex.processes,
+            _lock: Arc::new(lock),
         })
     }
 

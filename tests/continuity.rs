@@ -224,3 +224,23 @@ async fn interleaved_chats_never_see_each_other() {
     assert_ne!(thread_id(&app, &a).await, thread_id(&app, &b).await);
     app.shutdown(None).await;
 }
+
+/// A second gateway on the same database would poll the same bots and resume the same
+/// threads: it is refused at once, and the database is free again once the first stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_gateway_per_database() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let second = codex_gateway::App::start(&env.config()).await;
+    let error = second
+        .err()
+        .expect("a second gateway started on the same database");
+    let expected = format!(
+        "another codex-gateway is already running on {}",
+        env.database().display()
+    );
+    assert_eq!(error.to_string(), expected);
+    env.shut_down(app).await;
+    let again = env.start().await;
+    env.shut_down(again).await;
+}

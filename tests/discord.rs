@@ -399,3 +399,33 @@ async fn a_command_during_a_turn_is_answered_at_once_and_its_result_posted() {
     let answers = dc.calls("PATCH", "/messages/@original");
     assert_eq!(answers.len(), 1, "one answer per interaction");
 }
+
+/// Text from Codex can quote `@everyone`, a role or a user (from a web page, say): no
+/// message, edit or interaction answer of the bot pings anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_never_ping_anyone() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    let pings = "@everyone @here <@&5555> <@1001> look";
+    dc.channel_message(CHANNEL, ALICE, &[], &mention(&format!("slow: {pings}")));
+    dc.wait_for_content(CHANNEL, |t| t == pings).await;
+    dc.slash(CHANNEL, ALICE, "help");
+    dc.wait_for_call("PATCH", "/messages/@original", |_| true)
+        .await;
+    gateway.stop().await;
+    let writes: Vec<_> = [("POST", "/messages"), ("PATCH", "/messages")]
+        .iter()
+        .flat_map(|(method, path)| dc.calls(method, path))
+        .collect();
+    assert!(writes.len() >= 3, "{} writes", writes.len());
+    for write in writes {
+        assert_eq!(
+            write.body["allowed_mentions"]["parse"],
+            serde_json::json!([]),
+            "{} {} may ping: {}",
+            write.method,
+            write.path,
+            write.body
+        );
+    }
+}

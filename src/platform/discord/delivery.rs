@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serenity::all::{
-    ButtonStyle, ChannelId, CreateActionRow, CreateButton, CreateMessage, EditInteractionResponse,
-    EditMessage, MessageId,
+    ButtonStyle, ChannelId, CreateActionRow, CreateAllowedMentions, CreateButton, CreateMessage,
+    EditInteractionResponse, EditMessage, MessageId,
 };
 use serenity::http::Http;
 
@@ -43,8 +43,13 @@ impl Sink for DiscordChat {
     async fn edit(&self, id: MessageId, text: &str) {
         let http = &self.http;
         call(|| {
-            self.channel
-                .edit_message(http, id, EditMessage::new().content(text))
+            self.channel.edit_message(
+                http,
+                id,
+                EditMessage::new()
+                    .content(text)
+                    .allowed_mentions(no_pings()),
+            )
         })
         .await;
     }
@@ -72,6 +77,7 @@ impl Sink for DiscordChat {
             .to_vec();
         let message = CreateMessage::new()
             .content(text)
+            .allowed_mentions(no_pings())
             .components(vec![CreateActionRow::Buttons(buttons)]);
         call(|| self.channel.send_message(&self.http, message.clone())).await;
     }
@@ -85,7 +91,11 @@ impl Sink for DiscordChat {
         let pieces = render::split(text, Self::LIMIT, Self::units);
         let (first, rest) = pieces.split_first().expect("split gives a piece");
         let http = &self.http;
-        let response = || EditInteractionResponse::new().content(first.clone());
+        let response = || {
+            EditInteractionResponse::new()
+                .content(first.clone())
+                .allowed_mentions(no_pings())
+        };
         if call(|| command.edit_response(http, response()))
             .await
             .is_none()
@@ -96,6 +106,12 @@ impl Sink for DiscordChat {
             self.send(piece).await;
         }
     }
+}
+
+/// What Codex writes can quote `@everyone`, roles or users (from a web page, say): no
+/// message of the bot pings anyone.
+pub(super) fn no_pings() -> CreateAllowedMentions {
+    CreateAllowedMentions::new()
 }
 
 /// Discord's errors under the shared retry policy: 429s and server errors pass.
@@ -119,7 +135,12 @@ where
 
 /// Sends one plain message (also outside any chat worker: refusals and the like).
 pub(super) async fn send_plain(http: &Http, channel: ChannelId, text: &str) -> Option<MessageId> {
-    call(|| channel.send_message(http, CreateMessage::new().content(text)))
+    let message = || {
+        CreateMessage::new()
+            .content(text)
+            .allowed_mentions(no_pings())
+    };
+    call(|| channel.send_message(http, message()))
         .await
         .map(|m| m.id)
 }

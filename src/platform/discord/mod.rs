@@ -409,6 +409,7 @@ impl Intake {
             Pressed::Unknown(text) | Pressed::Refused(text) => ephemeral(&text),
             Pressed::Settled(verdict) => CreateInteractionResponse::UpdateMessage(
                 CreateInteractionResponseMessage::new()
+                    .allowed_mentions(delivery::no_pings())
                     .content(format!("{}\n\n{verdict}", button.message.content))
                     .components(Vec::new()),
             ),
@@ -437,6 +438,7 @@ fn member_roles(member: Option<&serenity::all::Member>) -> Vec<u64> {
 fn ephemeral(text: &str) -> CreateInteractionResponse {
     CreateInteractionResponse::Message(
         CreateInteractionResponseMessage::new()
+            .allowed_mentions(delivery::no_pings())
             .content(text)
             .ephemeral(true),
     )
