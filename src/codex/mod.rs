@@ -5,12 +5,14 @@ mod process;
 mod protocol;
 mod spawn;
 mod supervisor;
+mod wire;
 
 pub use error::CodexError;
-pub use process::{AppServer, ApprovalResponder, ThreadEvent};
+pub use process::AppServer;
 pub use protocol::{
     AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item,
     Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::Codex;
+pub use wire::{ApprovalResponder, ThreadEvent};

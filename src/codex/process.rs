@@ -8,67 +8,17 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info};
 
 use super::error::CodexError;
 use super::protocol::{
-    AccountState, ApprovalDecision, ApprovalRequest, Notification, ThreadReply, ThreadResumeParams,
-    ThreadSettings, TurnReply, TurnStartParams, UserInput, thread_id_of,
+    AccountState, ThreadReply, ThreadResumeParams, ThreadSettings, TurnReply, TurnStartParams,
+    UserInput, thread_id_of,
 };
 use super::spawn::{SpawnSpec, command};
-
-/// What a thread's subscriber receives.
-#[derive(Debug)]
-pub enum ThreadEvent {
-    Notification(Notification),
-    Approval(ApprovalRequest, ApprovalResponder),
-    /// The process hosting the thread is gone; the thread must be resumed elsewhere.
-    ProcessExited,
-}
-
-/// Answers one approval request. Dropping it unanswered declines, so Codex never waits forever.
-#[derive(Debug)]
-pub struct ApprovalResponder {
-    request_id: Value,
-    outgoing: mpsc::UnboundedSender<String>,
-    answered: bool,
-}
-
-impl ApprovalResponder {
-    pub fn answer(mut self, decision: ApprovalDecision) {
-        self.send(decision);
-    }
-
-    fn send(&mut self, decision: ApprovalDecision) {
-        self.answered = true;
-        let line = json!({"id": self.request_id, "result": {"decision": decision}});
-        let _ = self.outgoing.send(line.to_string());
-    }
-}
-
-impl Drop for ApprovalResponder {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.send(ApprovalDecision::Decline);
-        }
-    }
-}
-
-type RpcResult = Result<Value, (i64, String)>;
-
-struct Shared {
-    pid: Option<u32>,
-    outgoing: mpsc::UnboundedSender<String>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<RpcResult>>>,
-    threads: Mutex<HashMap<String, mpsc::UnboundedSender<ThreadEvent>>>,
-    next_id: AtomicU64,
-    alive: watch::Sender<bool>,
-    kill: Mutex<Option<oneshot::Sender<()>>>,
-    request_timeout: Duration,
-}
+use super::wire::{Shared, ThreadEvent, read_lines, wait_for_exit, write_lines};
 
 /// A handle to a running app-server; clones share the process.
 #[derive(Clone)]
@@ -311,154 +261,5 @@ impl AppServer {
     }
 }
 
-async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>) {
-    while let Some(mut line) = lines.recv().await {
-        line.push('\n');
-        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
-            break;
-        }
-    }
-}
-
 /// How long `account/read` may take.
 const ACCOUNT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Longest line read from the app-server; a longer one is a broken process, not a message.
-const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
-
-async fn read_lines(stdout: ChildStdout, shared: Arc<Shared>) {
-    let mut reader = BufReader::new(stdout);
-    let mut line = Vec::new();
-    loop {
-        let buffered = match reader.fill_buf().await {
-            Ok([]) => break,
-            Ok(buffered) => buffered,
-            Err(error) => {
-                warn!(%error, "cannot read from codex app-server");
-                break;
-            }
-        };
-        let (taken, complete) = match buffered.iter().position(|&b| b == b'\n') {
-            Some(end) => (end + 1, true),
-            None => (buffered.len(), false),
-        };
-        line.extend_from_slice(&buffered[..taken]);
-        reader.consume(taken);
-        if line.len() > MAX_LINE_BYTES {
-            error!(
-                limit = MAX_LINE_BYTES,
-                "codex app-server sent an over-long line; restarting it"
-            );
-            if let Some(kill) = shared.kill.lock().expect("lock").take() {
-                let _ = kill.send(());
-            }
-            break;
-        }
-        if complete {
-            shared.dispatch(String::from_utf8_lossy(&line).trim_end());
-            line.clear();
-        }
-    }
-    shared.mark_exited();
-}
-
-async fn wait_for_exit(mut child: Child, kill: oneshot::Receiver<()>, shared: Arc<Shared>) {
-    let status = tokio::select! {
-        status = child.wait() => status,
-        _ = kill => {
-            let _ = child.start_kill();
-            child.wait().await
-        }
-    };
-    match status {
-        Ok(status) => info!(pid = ?shared.pid, %status, "codex app-server exited"),
-        Err(error) => warn!(pid = ?shared.pid, %error, "waiting for codex app-server failed"),
-    }
-    shared.mark_exited();
-}
-
-impl Shared {
-    fn dispatch(&self, line: &str) {
-        let message: Value = match serde_json::from_str(line) {
-            Ok(message) => message,
-            Err(error) => {
-                warn!(%error, "codex app-server sent a line that is not JSON");
-                return;
-            }
-        };
-        let method = message.get("method").and_then(Value::as_str);
-        let params = message.get("params").unwrap_or(&Value::Null);
-        match (message.get("id"), method) {
-            (Some(id), None) => self.complete(id, &message),
-            (None, Some(method)) => {
-                if let (Some(thread_id), Some(notification)) =
-                    (thread_id_of(params), Notification::parse(method, params))
-                {
-                    self.route(thread_id, ThreadEvent::Notification(notification));
-                }
-            }
-            (Some(id), Some(method)) => self.server_request(id.clone(), method, params),
-            (None, None) => warn!("codex app-server sent a message with neither id nor method"),
-        }
-    }
-
-    fn complete(&self, id: &Value, message: &Value) {
-        let Some(waiter) = id
-            .as_u64()
-            .and_then(|id| self.pending.lock().expect("lock").remove(&id))
-        else {
-            return;
-        };
-        let answer = match message.get("error") {
-            Some(error) => Err((
-                error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error")
-                    .to_owned(),
-            )),
-            None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-        };
-        let _ = waiter.send(answer);
-    }
-
-    fn server_request(&self, id: Value, method: &str, params: &Value) {
-        if let (Some(request), Some(thread_id)) =
-            (ApprovalRequest::parse(method, params), thread_id_of(params))
-        {
-            let responder = ApprovalResponder {
-                request_id: id,
-                outgoing: self.outgoing.clone(),
-                answered: false,
-            };
-            // If nobody listens, the responder is dropped here and declines.
-            self.route(thread_id, ThreadEvent::Approval(request, responder));
-            return;
-        }
-        warn!(method, "unsupported request from codex app-server");
-        let message = format!("codex-gateway does not support {method}");
-        let reply = json!({"id": id, "error": {"code": -32601, "message": message}});
-        let _ = self.outgoing.send(reply.to_string());
-    }
-
-    fn route(&self, thread_id: &str, event: ThreadEvent) {
-        let mut threads = self.threads.lock().expect("lock");
-        if let Some(subscriber) = threads.get(thread_id)
-            && subscriber.send(event).is_err()
-        {
-            threads.remove(thread_id);
-        }
-    }
-
-    /// Fails every waiter and tells every thread, once.
-    fn mark_exited(&self) {
-        if !self.alive.send_replace(false) {
-            return;
-        }
-        self.pending.lock().expect("lock").clear();
-        for (_, subscriber) in self.threads.lock().expect("lock").drain() {
-            let _ = subscriber.send(ThreadEvent::ProcessExited);
-        }
-    }
-}

@@ -6,11 +6,11 @@
 mod delivery;
 mod inbound;
 mod order;
+mod state;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serenity::all::{
     ChannelId, ChannelType, ClientBuilder, CommandInteraction, ComponentInteraction, Context,
@@ -32,74 +32,12 @@ use crate::platform;
 use crate::platform::delivery::Pace;
 use crate::router::{Router, command};
 use order::InOrder;
+use state::{PendingCommands, ThreadParents};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {
     #[error("Discord did not accept the bot (check discord.token): {0}")]
     Start(serenity::Error),
-}
-
-/// Discord lets a bot answer an interaction for 15 minutes.
-const INTERACTION_LIFETIME: Duration = Duration::from_secs(15 * 60);
-
-/// A slash command waiting for its answer.
-struct PendingCommand {
-    command: CommandInteraction,
-    since: Instant,
-    /// True once Discord has taken the deferral: only then can the answer edit it.
-    deferred: watch::Receiver<bool>,
-}
-
-/// Slash commands waiting for their answer, by interaction id.
-#[derive(Default)]
-struct PendingCommands(Mutex<HashMap<u64, PendingCommand>>);
-
-impl PendingCommands {
-    /// Keeps the command until its answer comes (forgetting commands that expired); the
-    /// sender says when its deferral has been sent.
-    fn hold(&self, command: CommandInteraction) -> (AnswerSlot, watch::Sender<bool>) {
-        let id = command.id.get();
-        let (deferred, deferral) = watch::channel(false);
-        let mut pending = self.0.lock().expect("lock");
-        pending.retain(|_, held| held.since.elapsed() < INTERACTION_LIFETIME);
-        let since = Instant::now();
-        let held = PendingCommand {
-            command,
-            since,
-            deferred: deferral,
-        };
-        pending.insert(id, held);
-        (AnswerSlot(id), deferred)
-    }
-
-    /// The command of `slot`, once its deferral is through; `None` if it expired.
-    async fn take(&self, slot: AnswerSlot) -> Option<CommandInteraction> {
-        let mut held = self.0.lock().expect("lock").remove(&slot.0)?;
-        // A failed deferral (sender gone) still lets the answer try, then fall back.
-        let _ = held.deferred.wait_for(|deferred| *deferred).await;
-        (held.since.elapsed() < INTERACTION_LIFETIME).then_some(held.command)
-    }
-}
-
-/// Thread -> parent channel, learned once per thread.
-#[derive(Default)]
-struct ThreadParents(Mutex<HashMap<ChannelId, Option<ChannelId>>>);
-
-/// Channels remembered in `ThreadParents`; past that it starts again (lookups are cheap).
-const REMEMBERED_CHANNELS: usize = 10_000;
-
-impl ThreadParents {
-    fn get(&self, channel: ChannelId) -> Option<Option<ChannelId>> {
-        self.0.lock().expect("lock").get(&channel).copied()
-    }
-
-    fn learn(&self, channel: ChannelId, parent: Option<ChannelId>) {
-        let mut parents = self.0.lock().expect("lock");
-        if parents.len() >= REMEMBERED_CHANNELS {
-            parents.clear();
-        }
-        parents.insert(channel, parent);
-    }
 }
 
 /// What the event handler needs: who may talk, where messages go, what it learned.

@@ -73,38 +73,11 @@ pub async fn start(
     store: Store,
     health: IntakeHealth,
 ) -> Result<PlatformHandle, TelegramError> {
-    let url: url::Url =
-        config
-            .api_url
-            .parse()
-            .map_err(|e: url::ParseError| TelegramError::ApiUrl {
-                url: config.api_url.clone(),
-                message: e.to_string(),
-            })?;
-    let bot = Bot::new(token).set_api_url(url.clone());
-    let poll_timeout = Duration::from_secs(config.poll_timeout_secs.into());
-    let poll_client = teloxide::net::default_reqwest_settings()
-        .timeout(poll_timeout + POLL_MARGIN)
-        .build()
-        .map_err(|error| TelegramError::Client(error.to_string()))?;
-    let poll_bot = Bot::with_client(token, poll_client).set_api_url(url);
+    let (bot, poll_bot) = bots(config, token)?;
     let me = bot.get_me().await.map_err(TelegramError::Start)?;
     let username = me.username().to_owned();
     info!(bot = username, "telegram connected");
-    let commands = command::MENU.iter().map(|(c, d)| BotCommand::new(*c, *d));
-    if let Err(error) = bot.set_my_commands(commands).await {
-        warn!(%error, "telegram: could not register the command menu");
-    }
-    match bot.get_webhook_info().await {
-        Ok(info) if info.url.is_some() => {
-            info!("telegram: removing the webhook so long polling can work");
-            if let Err(error) = bot.delete_webhook().await {
-                warn!(%error, "telegram: could not remove the webhook");
-            }
-        }
-        Ok(_) => {}
-        Err(error) => warn!(%error, "telegram: could not read the webhook state"),
-    }
+    prepare(&bot).await;
     let refusal_bot = bot.clone();
     let shared = Arc::new(Shared {
         bot,
@@ -144,6 +117,43 @@ pub async fn start(
         )
     }));
     Ok(PlatformHandle::new("telegram", stop, intake, delivery))
+}
+
+/// The bot for everything, and one for getUpdates whose client waits out a long poll.
+fn bots(config: &TelegramConfig, token: &str) -> Result<(Bot, Bot), TelegramError> {
+    let url: url::Url =
+        config
+            .api_url
+            .parse()
+            .map_err(|e: url::ParseError| TelegramError::ApiUrl {
+                url: config.api_url.clone(),
+                message: e.to_string(),
+            })?;
+    let poll_timeout = Duration::from_secs(config.poll_timeout_secs.into());
+    let poll_client = teloxide::net::default_reqwest_settings()
+        .timeout(poll_timeout + POLL_MARGIN)
+        .build()
+        .map_err(|error| TelegramError::Client(error.to_string()))?;
+    let poll_bot = Bot::with_client(token, poll_client).set_api_url(url.clone());
+    Ok((Bot::new(token).set_api_url(url), poll_bot))
+}
+
+/// Registers the command menu and removes a webhook, which would block long polling.
+async fn prepare(bot: &Bot) {
+    let commands = command::MENU.iter().map(|(c, d)| BotCommand::new(*c, *d));
+    if let Err(error) = bot.set_my_commands(commands).await {
+        warn!(%error, "telegram: could not register the command menu");
+    }
+    match bot.get_webhook_info().await {
+        Ok(info) if info.url.is_some() => {
+            info!("telegram: removing the webhook so long polling can work");
+            if let Err(error) = bot.delete_webhook().await {
+                warn!(%error, "telegram: could not remove the webhook");
+            }
+        }
+        Ok(_) => {}
+        Err(error) => warn!(%error, "telegram: could not read the webhook state"),
+    }
 }
 
 async fn poll(

@@ -1,0 +1,74 @@
+//! What the Discord adapter remembers between events: slash commands waiting for their
+//! answer, and which channels are threads of which.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serenity::all::{ChannelId, CommandInteraction};
+use tokio::sync::watch;
+
+use crate::chat::AnswerSlot;
+
+/// Discord lets a bot answer an interaction for 15 minutes.
+const INTERACTION_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+/// A slash command waiting for its answer.
+pub(super) struct PendingCommand {
+    command: CommandInteraction,
+    since: Instant,
+    /// True once Discord has taken the deferral: only then can the answer edit it.
+    deferred: watch::Receiver<bool>,
+}
+
+/// Slash commands waiting for their answer, by interaction id.
+#[derive(Default)]
+pub(super) struct PendingCommands(Mutex<HashMap<u64, PendingCommand>>);
+
+impl PendingCommands {
+    /// Keeps the command until its answer comes (forgetting commands that expired); the
+    /// sender says when its deferral has been sent.
+    pub(super) fn hold(&self, command: CommandInteraction) -> (AnswerSlot, watch::Sender<bool>) {
+        let id = command.id.get();
+        let (deferred, deferral) = watch::channel(false);
+        let mut pending = self.0.lock().expect("lock");
+        pending.retain(|_, held| held.since.elapsed() < INTERACTION_LIFETIME);
+        let since = Instant::now();
+        let held = PendingCommand {
+            command,
+            since,
+            deferred: deferral,
+        };
+        pending.insert(id, held);
+        (AnswerSlot(id), deferred)
+    }
+
+    /// The command of `slot`, once its deferral is through; `None` if it expired.
+    pub(super) async fn take(&self, slot: AnswerSlot) -> Option<CommandInteraction> {
+        let mut held = self.0.lock().expect("lock").remove(&slot.0)?;
+        // A failed deferral (sender gone) still lets the answer try, then fall back.
+        let _ = held.deferred.wait_for(|deferred| *deferred).await;
+        (held.since.elapsed() < INTERACTION_LIFETIME).then_some(held.command)
+    }
+}
+
+/// Thread -> parent channel, learned once per thread.
+#[derive(Default)]
+pub(super) struct ThreadParents(Mutex<HashMap<ChannelId, Option<ChannelId>>>);
+
+/// Channels remembered in `ThreadParents`; past that it starts again (lookups are cheap).
+const REMEMBERED_CHANNELS: usize = 10_000;
+
+impl ThreadParents {
+    pub(super) fn get(&self, channel: ChannelId) -> Option<Option<ChannelId>> {
+        self.0.lock().expect("lock").get(&channel).copied()
+    }
+
+    pub(super) fn learn(&self, channel: ChannelId, parent: Option<ChannelId>) {
+        let mut parents = self.0.lock().expect("lock");
+        if parents.len() >= REMEMBERED_CHANNELS {
+            parents.clear();
+        }
+        parents.insert(channel, parent);
+    }
+}
