@@ -254,17 +254,23 @@ while IFS= read -r line; do
 done
 "#;
 
+/// Writes `script` into the test's folder as an executable stand-in for `codex`.
+fn fake_app_server(env: &TestEnv, name: &str, script: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = env.workspace().join(name);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
 /// A process that stops answering is found by the health check and restarted, and
 /// `/healthz` answers at once all along (a restart's back-off holds no lock it needs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wedged_app_server_is_restarted_and_health_never_blocks() {
     use codex_gateway::server::Observed;
-    use std::os::unix::fs::PermissionsExt;
 
     let env = TestEnv::new().await;
-    let script = env.workspace().join("wedged-app-server");
-    std::fs::write(&script, WEDGED_APP_SERVER).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = fake_app_server(&env, "wedged-app-server", WEDGED_APP_SERVER);
     let mut config = env.config();
     config.codex.binary = script;
     // Shortened for speed: the defaults are a check every 30 s, 10 s to answer.
@@ -312,12 +318,9 @@ sleep 600
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_line_from_codex_restarts_it() {
     use codex_gateway::server::Observed;
-    use std::os::unix::fs::PermissionsExt;
 
     let env = TestEnv::new().await;
-    let script = env.workspace().join("flooding-app-server");
-    std::fs::write(&script, FLOODING_APP_SERVER).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = fake_app_server(&env, "flooding-app-server", FLOODING_APP_SERVER);
     let mut config = env.config();
     config.codex.binary = script;
     config.codex.request_timeout_secs = 2;
@@ -337,14 +340,10 @@ async fn an_endless_line_from_codex_restarts_it() {
 /// started): the process still exits within the grace plus 5 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_with_codex_hung_exits_within_the_bound() {
-    use std::os::unix::fs::PermissionsExt;
-
     let env = TestEnv::new().await;
     let telegram = FakeTelegram::start().await;
     let port = free_port();
-    let script = env.workspace().join("wedged-app-server");
-    std::fs::write(&script, WEDGED_APP_SERVER).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = fake_app_server(&env, "wedged-app-server", WEDGED_APP_SERVER);
     let mut envs = telegram_env(&telegram, port);
     envs.push(("CODEX_GATEWAY__CODEX__BINARY", script.display().to_string()));
     let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();

@@ -416,13 +416,11 @@ async fn pasted_code_reaches_codex_byte_for_byte() {
     })
     .await;
     gateway.stop().await;
-    let seen: Vec<String> = env
-        .model
-        .turn_requests()
-        .iter()
-        .map(|r| r.last_human_text())
-        .collect();
-    assert_eq!(seen, [PASTED; 3], "the text Codex got was changed");
+    assert_eq!(
+        env.model.turn_texts(),
+        [PASTED; 3],
+        "the text Codex got was changed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -173,6 +173,12 @@ impl FakeModel {
             .collect()
     }
 
+    /// The newest human text of every turn's request, in order: what each message brought.
+    pub fn turn_texts(&self) -> Vec<String> {
+        let requests = self.turn_requests();
+        requests.iter().map(ModelRequest::last_human_text).collect()
+    }
+
     /// The latest request whose newest human text is `text`.
     pub fn request_for(&self, text: &str) -> ModelRequest {
         self.requests()
