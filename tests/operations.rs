@@ -237,6 +237,10 @@ async fn sigterm_with_an_approval_pending_exits_within_the_bound() {
         .wait_for_text(ALICE, |t| t.contains("The gateway is restarting"))
         .await;
     assert!(!env.workspace().join("never-approved.txt").exists());
+    assert!(
+        !stderr.contains("never-approved.txt"),
+        "the command waiting for approval reached the INFO log: {stderr}"
+    );
     assert_eq!(
         env.codex_processes(),
         Vec::<u32>::new(),

@@ -2,7 +2,7 @@
 //! clocks and shutdown, and carries out what it asks for.
 
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::Actor;
 use crate::chat::{ActionKind, ApprovalPrompt, OutboundKind};
@@ -114,12 +114,15 @@ impl Actor {
         if replies.can_approve {
             let timeout = self.ctx.settings.approval_timeout;
             let id = self.approvals.add(responder, timeout);
-            info!(chat = %self.chat, id, command = ?request.command, "approval requested");
+            // What Codex wants to run may hold anything: only DEBUG logs it.
+            info!(chat = %self.chat, id, "approval requested");
+            debug!(chat = %self.chat, id, command = ?request.command, "approval requested");
             replies.send(OutboundKind::Approval(prompt(id, request)));
             return;
         }
         let what = request.command.as_deref().unwrap_or("a file change");
-        info!(chat = %self.chat, what, "approval request declined: no approver on this platform");
+        info!(chat = %self.chat, "approval request declined: no approver on this platform");
+        debug!(chat = %self.chat, what, "declined approval request");
         replies.notice(texts::approval_declined(what));
         responder.answer(ApprovalDecision::Decline);
     }
