@@ -64,8 +64,9 @@ impl App {
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         let lock = InstanceLock::acquire(&config.storage.database)?;
         let store = Store::open(&config.storage.database).await?;
-        let codex = Codex::start(spawn_spec(config), config.codex.processes).await?;
-        let login = LoginCheck::new(spawn_spec(config));
+        let spec = spawn_spec(config);
+        let codex = Codex::start(spec.clone(), config.codex.processes).await?;
+        let login = LoginCheck::new(spec);
         if let Some(server) = codex.servers().await.first()
             && login.refresh(server).await
         {

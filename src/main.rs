@@ -100,7 +100,8 @@ async fn check_config(config: &Config) -> Result<(), String> {
     let store = store::Store::open(db).await.map_err(|e| e.to_string())?;
     store.close().await;
     println!("database: {} opened and migrated", db.display());
-    let server = codex::AppServer::spawn(&codex_gateway::spawn_spec(config))
+    let spec = codex_gateway::spawn_spec(config);
+    let server = codex::AppServer::spawn(&spec)
         .await
         .map_err(|e| e.to_string())?;
     println!(
@@ -109,7 +110,6 @@ async fn check_config(config: &Config) -> Result<(), String> {
     );
     let account = server.account().await;
     server.shutdown().await;
-    let spec = codex_gateway::spawn_spec(config);
     match account {
         Ok(state) if codex_gateway::session::login_missing(&state, &spec) => {
             return Err(codex_gateway::session::LOGIN_MISSING.into());

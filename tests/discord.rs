@@ -5,7 +5,7 @@ mod support;
 
 use codex_gateway::config::{ApprovalPolicy, Config};
 use support::discord::{APP_ID, BOT_ID, FakeDiscord};
-use support::{Gateway, TestEnv, secret};
+use support::{Gateway, PASTED_CODE, TestEnv, secret};
 
 const ALICE: u64 = 1001;
 const MALLORY: u64 = 2002;
@@ -286,18 +286,15 @@ async fn rate_limited_and_failed_rest_calls_are_retried() {
     );
 }
 
-/// Pasted code, as people send it: newlines, indentation, tabs, repeated spaces, Unicode.
-const PASTED: &str = "fix this:\ndef f(x):\n    if x:\n\treturn  'ü ✓'\n\n    return None";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pasted_code_reaches_codex_byte_for_byte() {
     let (env, dc, config) = setup().await;
     dc.add_thread(THREAD, LISTED);
     let gateway = start(&dc, &config).await;
     let sends = [
-        (CHANNEL, format!("<@{BOT_ID}> {PASTED}")),
-        (THREAD, format!("<@!{BOT_ID}>\n{PASTED}")),
-        (ALICE_DM, PASTED.to_owned()),
+        (CHANNEL, format!("<@{BOT_ID}> {PASTED_CODE}")),
+        (THREAD, format!("<@!{BOT_ID}>\n{PASTED_CODE}")),
+        (ALICE_DM, PASTED_CODE.to_owned()),
     ];
     for (channel, content) in &sends {
         if *channel == ALICE_DM {
@@ -311,7 +308,7 @@ async fn pasted_code_reaches_codex_byte_for_byte() {
     gateway.stop().await;
     assert_eq!(
         env.model.turn_texts(),
-        [PASTED; 3],
+        [PASTED_CODE; 3],
         "the text Codex got was changed"
     );
 }

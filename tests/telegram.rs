@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use codex_gateway::config::{ApprovalPolicy, Config};
 use serde_json::Value;
 use support::telegram::{BOT_USERNAME, FakeTelegram, visible_text};
-use support::{Gateway, TestEnv, model::long_reply};
+use support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 
 const ALICE: i64 = 1001;
 const MALLORY: i64 = 2002;
@@ -393,18 +393,25 @@ async fn an_idle_bot_holds_full_polls_and_answers_at_once() {
     assert!(picked_up < Duration::from_secs(1), "{picked_up:?}");
 }
 
-/// Pasted code, as people send it: newlines, indentation, tabs, repeated spaces, Unicode.
-const PASTED: &str = "fix this:\ndef f(x):\n    if x:\n\treturn  'ü ✓'\n\n    return None";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pasted_code_reaches_codex_byte_for_byte() {
     let (env, tg, config) = setup().await;
     let gateway = Gateway::start(&config);
-    tg.dm(ALICE, PASTED);
+    tg.dm(ALICE, PASTED_CODE);
     tg.wait_for_text(ALICE, |t| t.starts_with("Echo: fix this:"))
         .await;
-    tg.group_message(GROUP, ALICE, &format!("@{BOT_USERNAME} {PASTED}"), None);
-    tg.group_message(GROUP, ALICE, &format!("@{BOT_USERNAME}\n{PASTED}"), Some(7));
+    tg.group_message(
+        GROUP,
+        ALICE,
+        &format!("@{BOT_USERNAME} {PASTED_CODE}"),
+        None,
+    );
+    tg.group_message(
+        GROUP,
+        ALICE,
+        &format!("@{BOT_USERNAME}\n{PASTED_CODE}"),
+        Some(7),
+    );
     tg.wait_for_call("sendMessage", |b| {
         b["message_thread_id"] == 7 && b["text"].as_str().is_some_and(|t| t.contains("fix this"))
     })
@@ -418,7 +425,7 @@ async fn pasted_code_reaches_codex_byte_for_byte() {
     gateway.stop().await;
     assert_eq!(
         env.model.turn_texts(),
-        [PASTED; 3],
+        [PASTED_CODE; 3],
         "the text Codex got was changed"
     );
 }

@@ -177,7 +177,6 @@ impl AppServer {
         .map(drop)
     }
 
-    /// Starts Codex's native compaction; it then runs as a turn on the thread.
     /// The account Codex would use for the model (`account/read`, nothing refreshed). A
     /// quick question: it never holds up a start for long.
     pub async fn account(&self) -> Result<AccountState, CodexError> {
@@ -186,6 +185,7 @@ impl AppServer {
             .await
     }
 
+    /// Starts Codex's native compaction; it then runs as a turn on the thread.
     pub async fn compact(&self, thread_id: &str) -> Result<(), CodexError> {
         self.request::<Value>("thread/compact/start", json!({"threadId": thread_id}))
             .await

@@ -72,10 +72,9 @@ async fn print_answers(
         let text = match answer.kind {
             OutboundKind::Reply(text) => format!("{text}\n"),
             OutboundKind::Progress(text) => format!("  ... {text}\n"),
-            OutboundKind::Trouble(text) => format!("[gateway] {text}\n"),
-            OutboundKind::Notice(text) | OutboundKind::Answer { text, .. } => {
-                format!("[gateway] {text}\n")
-            }
+            OutboundKind::Notice(text)
+            | OutboundKind::Trouble(text)
+            | OutboundKind::Answer { text, .. } => format!("[gateway] {text}\n"),
             // The console prints whole replies; it cannot approve (can_approve is false).
             OutboundKind::Partial(_)
             | OutboundKind::Working(_)

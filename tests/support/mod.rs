@@ -20,6 +20,9 @@ pub use model::{Brain, FakeModel, ModelRequest, Reply, default_brain};
 /// How long a test waits for one answer before failing.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// Pasted code, as people send it: newlines, indentation, tabs, repeated spaces, Unicode.
+pub const PASTED_CODE: &str = "fix this:\ndef f(x):\n    if x:\n\treturn  'ü ✓'\n\n    return None";
+
 /// The pinned codex binary; scripts/test installs it and exports its path.
 pub fn codex_binary() -> PathBuf {
     let path = std::env::var_os("CODEX_GATEWAY_TEST_CODEX")

@@ -27,6 +27,16 @@ pub struct Pace {
     pub first_flush: Duration,
 }
 
+impl Pace {
+    /// From a platform's `edit_interval_ms` and `first_flush_ms`.
+    pub fn from_millis(edit_interval: u64, first_flush: u64) -> Self {
+        Self {
+            edit_interval: Duration::from_millis(edit_interval),
+            first_flush: Duration::from_millis(first_flush),
+        }
+    }
+}
+
 /// One chat on one platform, as the worker needs it.
 pub trait Sink: Send + Sync + 'static {
     type MessageId: Copy + Send;

@@ -59,7 +59,7 @@ impl<S: Sink> Worker<S> {
                     Some(Job::Streamed) => {
                         let text = self.latest.lock().expect("lock").take();
                         if let Some(text) = text {
-                            self.stream_text(text);
+                            self.handle(OutboundKind::Partial(text)).await;
                         }
                     }
                     Some(Job::Event(event)) => {
@@ -95,7 +95,6 @@ impl<S: Sink> Worker<S> {
     async fn handle(&mut self, event: OutboundKind) {
         match event {
             OutboundKind::Working(working) => self.typing = working,
-            // Streamed text comes as `Job::Streamed`; a stray one is shown all the same.
             OutboundKind::Partial(text) => self.stream_text(text),
             OutboundKind::Reply(text) => self.finish_reply(&text).await,
             OutboundKind::TurnEnded { marker } => {

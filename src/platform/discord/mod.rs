@@ -10,7 +10,6 @@ mod state;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serenity::all::{
     ChannelId, ChannelType, ClientBuilder, CommandInteraction, ComponentInteraction, Context,
@@ -43,6 +42,8 @@ pub enum DiscordError {
 /// What the event handler needs: who may talk, where messages go, what it learned.
 struct Intake {
     config: DiscordConfig,
+    /// The REST client every answer goes through (one rate limiter for the bot).
+    rest: Arc<Http>,
     router: Router,
     /// Taken when the intake stops, so delivery ends once the router has drained.
     outbox: Mutex<Option<Outbox>>,
@@ -70,6 +71,7 @@ pub async fn start(
     let (outbox, answers) = mpsc::unbounded_channel();
     let commands = Arc::new(PendingCommands::default());
     let refusal_http = rest.clone();
+    let delivery_http = rest.clone();
     let refusals = Refusals::start(move |(channel, user_id): (ChannelId, u64)| {
         let http = refusal_http.clone();
         async move {
@@ -78,6 +80,7 @@ pub async fn start(
     });
     let intake = Arc::new(Intake {
         config: config.clone(),
+        rest,
         in_order: InOrder::start(router.clone()),
         router,
         outbox: Mutex::new(Some(outbox)),
@@ -87,13 +90,10 @@ pub async fn start(
         parents: ThreadParents::default(),
         refusals,
     });
-    let pace = Pace {
-        edit_interval: Duration::from_millis(config.edit_interval_ms),
-        first_flush: Duration::from_millis(config.first_flush_ms),
-    };
+    let pace = Pace::from_millis(config.edit_interval_ms, config.first_flush_ms);
     let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
         Some(delivery::DiscordChat {
-            http: rest.clone(),
+            http: delivery_http.clone(),
             commands: commands.clone(),
             channel: ChannelId::new(chat.chat.parse().ok()?),
         })
@@ -159,12 +159,12 @@ struct Handler(Arc<Intake>);
 
 #[async_trait]
 impl EventHandler for Handler {
-    async fn ready(&self, ctx: Context, ready: Ready) {
+    async fn ready(&self, _ctx: Context, ready: Ready) {
         self.0.bot_id.store(ready.user.id.get(), Ordering::SeqCst);
-        register_commands(&ctx.http, &self.0.config.guild_ids).await;
+        register_commands(&self.0.rest, &self.0.config.guild_ids).await;
     }
 
-    async fn message(&self, ctx: Context, message: Message) {
+    async fn message(&self, _ctx: Context, message: Message) {
         // Only what a person wrote: not bots, not system messages (pins, joins, threads).
         let written = matches!(
             message.kind,
@@ -173,16 +173,16 @@ impl EventHandler for Handler {
         if message.author.bot || !written || self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
-        self.0.on_message(&ctx.http, message).await;
+        self.0.on_message(message).await;
     }
 
-    async fn interaction_create(&self, ctx: Context, interaction: Interaction) {
+    async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
         if self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
         match interaction {
-            Interaction::Command(command) => self.0.on_command(&ctx.http, command).await,
-            Interaction::Component(component) => self.0.on_button(&ctx.http, component).await,
+            Interaction::Command(command) => self.0.on_command(command).await,
+            Interaction::Component(component) => self.0.on_button(component).await,
             _ => debug!("discord: ignoring an interaction of another kind"),
         }
     }
@@ -221,10 +221,11 @@ impl Intake {
         self.bot_id.load(Ordering::SeqCst)
     }
 
-    async fn on_message(&self, http: &Http, message: Message) {
+    async fn on_message(&self, message: Message) {
+        let http = &self.rest;
         let dm = message.guild_id.is_none();
         let mentioned = inbound::mentions(&message.content, self.bot_id());
-        if !dm && !mentioned && !self.is_listed(http, message.channel_id).await {
+        if !dm && !mentioned && !self.is_listed(message.channel_id).await {
             return;
         }
         let user_id = message.author.id.get();
@@ -282,7 +283,7 @@ impl Intake {
     }
 
     /// A listed channel, or a thread whose parent is listed.
-    async fn is_listed(&self, http: &Http, channel: ChannelId) -> bool {
+    async fn is_listed(&self, channel: ChannelId) -> bool {
         let listed = |c: ChannelId| self.config.channels.contains(&c.get());
         if listed(channel) {
             return true;
@@ -291,7 +292,7 @@ impl Intake {
         let parent = match known {
             Some(parent) => parent,
             None => {
-                let parent = match http.get_channel(channel).await {
+                let parent = match self.rest.get_channel(channel).await {
                     Ok(serenity::all::Channel::Guild(c))
                         if matches!(
                             c.kind,
@@ -313,7 +314,8 @@ impl Intake {
         parent.is_some_and(listed)
     }
 
-    async fn on_command(&self, http: &Http, command: CommandInteraction) {
+    async fn on_command(&self, command: CommandInteraction) {
+        let http = &self.rest;
         let roles = member_roles(command.member.as_deref());
         if !inbound::is_allowed(&self.config, command.user.id.get(), &roles) {
             let refusal = format!(
@@ -336,7 +338,8 @@ impl Intake {
     }
 
     /// An approval button: only allowed users decide; the prompt then shows who decided.
-    async fn on_button(&self, http: &Http, button: ComponentInteraction) {
+    async fn on_button(&self, button: ComponentInteraction) {
+        let http = &self.rest;
         let roles = member_roles(button.member.as_ref());
         let presser = Presser {
             id: button.user.id.get(),

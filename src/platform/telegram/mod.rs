@@ -91,10 +91,7 @@ pub async fn start(
     });
     let (outbox, answers) = mpsc::unbounded_channel();
     let (stop, stopped) = watch::channel(false);
-    let pace = Pace {
-        edit_interval: Duration::from_millis(config.edit_interval_ms),
-        first_flush: Duration::from_millis(config.first_flush_ms),
-    };
+    let pace = Pace::from_millis(config.edit_interval_ms, config.first_flush_ms);
     let sinks = shared.clone();
     let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
         let (chat_id, topic) = inbound::address(chat)?;
