@@ -111,6 +111,7 @@ impl App {
     pub async fn shutdown(self, grace: Option<Duration>) {
         self.router.shutdown(grace).await;
         self.ctx.codex.shutdown().await;
+        codex::end_orphans(codex::TERM_GRACE).await;
         self.ctx.store.close().await;
         info!("codex-gateway stopped");
     }

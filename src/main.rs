@@ -54,6 +54,9 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return fail(format!("cannot start the async runtime: {error}")),
     };
+    if matches!(cli.command, Action::Run | Action::Console { .. }) {
+        guard_this_process();
+    }
     let result = runtime.block_on(async {
         let config = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
         match cli.command {
@@ -75,6 +78,14 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => fail(message),
+    }
+}
+
+/// What Codex's commands may do to the gateway: they are ended with it rather than left
+/// running.
+fn guard_this_process() {
+    if let Err(error) = codex::adopt_orphans() {
+        tracing::warn!(%error, "cannot adopt what Codex's commands leave running; it may outlive the gateway");
     }
 }
 

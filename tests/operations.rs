@@ -4,83 +4,19 @@
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::binary::{
+    ALICE, fake_app_server, gateway_command, telegram_env, terminate, wait_exit, wait_healthy,
+};
 use support::telegram::FakeTelegram;
 use support::{Gateway, TestEnv, free_port, http_get};
-
-const ALICE: i64 = 1001;
 
 fn metric(text: &str, name: &str) -> u64 {
     text.lines()
         .find_map(|line| line.strip_prefix(&format!("codex_gateway_{name} ")))
         .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
         .parse()
-        .unwrap()
-}
-
-/// `codex-gateway ARGS` with the test's config file and `envs`.
-fn gateway_command(env: &TestEnv, args: &[&str], envs: &[(&str, String)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_codex-gateway"));
-    command
-        .args(args)
-        .arg("--config")
-        .arg(env.config_file(""))
-        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
-
-fn telegram_env(telegram: &FakeTelegram, port: u16) -> Vec<(&'static str, String)> {
-    vec![
-        ("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}")),
-        ("CODEX_GATEWAY__TELEGRAM__ENABLED", "true".into()),
-        ("CODEX_GATEWAY__TELEGRAM__TOKEN", "123:TEST".into()),
-        ("CODEX_GATEWAY__TELEGRAM__API_URL", telegram.url.clone()),
-        ("CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS", ALICE.to_string()),
-        ("CODEX_GATEWAY__SERVER__SHUTDOWN_GRACE_SECS", "1".into()),
-    ]
-}
-
-async fn wait_healthy(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-            && http_get(port, "/healthz").await.0 == 200
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the gateway never became healthy"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn terminate(child: &Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-async fn wait_exit(mut child: Child) -> (std::process::ExitStatus, String) {
-    let status = tokio::task::spawn_blocking(move || {
-        let status = child.wait().unwrap();
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
-        (status, stderr)
-    });
-    tokio::time::timeout(Duration::from_secs(60), status)
-        .await
-        .expect("the gateway did not exit")
         .unwrap()
 }
 
@@ -257,15 +193,6 @@ while IFS= read -r line; do
   fi
 done
 "#;
-
-/// Writes `script` into the test's folder as an executable stand-in for `codex`.
-fn fake_app_server(env: &TestEnv, name: &str, script: &str) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = env.workspace().join(name);
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
 
 /// A process that stops answering is found by the health check and restarted, and
 /// `/healthz` answers at once all along (a restart's back-off holds no lock it needs).

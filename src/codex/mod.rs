@@ -1,6 +1,7 @@
 //! Client for `codex app-server`: knows JSON-RPC and Codex threads, nothing of chats.
 
 mod error;
+mod orphans;
 mod process;
 mod protocol;
 mod spawn;
@@ -8,6 +9,7 @@ mod supervisor;
 mod wire;
 
 pub use error::CodexError;
+pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;
 pub use protocol::{
     AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item,

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info};
 
 use super::error::CodexError;
+use super::orphans;
 use super::protocol::{
     AccountState, ThreadReply, ThreadResumeParams, ThreadSettings, TurnReply, TurnStartParams,
     UserInput, thread_id_of,
@@ -39,8 +40,7 @@ impl AppServer {
             binary: spec.binary.display().to_string(),
             message,
         };
-        let mut child = command(spec)
-            .spawn()
+        let mut child = orphans::spawn_app_server(|| command(spec).spawn(), |c| c.id())
             .map_err(|e| spawn_error(e.to_string()))?;
         let (stdin, stdout, stderr) = (
             child.stdin.take().expect("stdin is piped"),

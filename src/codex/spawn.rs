@@ -56,7 +56,16 @@ pub(super) fn command(spec: &SpawnSpec) -> Command {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .kill_on_drop(true)
+        // Its own group, so a terminal's Ctrl-C reaches the gateway only, which then
+        // stops the app-server in order.
+        .process_group(0);
+    // SAFETY: the hook runs between fork and exec and makes one async-signal-safe
+    // syscall. As a subreaper, the app-server keeps what its commands leave behind
+    // below itself, so those are known to be its leftovers once it exits.
+    unsafe {
+        command.pre_exec(super::orphans::set_child_subreaper);
+    }
     command
 }
 

@@ -129,6 +129,7 @@ pub(super) async fn wait_for_exit(
         Ok(status) => info!(pid = ?shared.pid, %status, "codex app-server exited"),
         Err(error) => warn!(pid = ?shared.pid, %error, "waiting for codex app-server failed"),
     }
+    super::orphans::app_server_reaped(shared.pid);
     shared.mark_exited();
 }
 

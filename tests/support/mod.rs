@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unused_imports)] // each test binary uses its own part of the harness
 
+pub mod binary;
 pub mod discord;
 pub mod model;
 pub mod telegram;
