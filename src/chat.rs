@@ -117,6 +117,12 @@ pub struct ApprovalPrompt {
     pub command: Option<String>,
     pub cwd: Option<String>,
     pub reason: Option<String>,
+    /// For a file change: the files, each as what happens to it and its path.
+    pub files: Vec<(String, String)>,
+    /// For a file change: the folder outside the workspace it asks write access to.
+    pub grant_root: Option<String>,
+    /// The decisions offered, in button order.
+    pub decisions: Vec<Decision>,
 }
 
 /// The kind of action waiting for approval.

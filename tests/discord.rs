@@ -220,6 +220,90 @@ async fn approval_buttons_accept_and_refuse_strangers() {
     );
 }
 
+/// An approval prompt shows the command exactly: Markdown that could hide part of it
+/// stays literal in a code block; a command holding a fence (which would end the block)
+/// is attached whole as a file, under the buttons.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_prompts_show_the_whole_command_exactly() {
+    let (env, dc, mut config) = setup().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = start(&dc, &config).await;
+    let messages = format!("/channels/{CHANNEL}/messages");
+
+    dc.channel_message(
+        CHANNEL,
+        ALICE,
+        &[],
+        &mention("run: echo ||hidden|| ~~gone~~ [x](http://e.st) \u{200B}ok"),
+    );
+    let prompt = dc
+        .wait_for_call("POST", &messages, |b| {
+            b["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Codex asks"))
+        })
+        .await;
+    let content = prompt.body["content"].as_str().unwrap();
+    assert!(
+        content.contains(
+            "```\n/bin/bash -c 'echo ||hidden|| ~~gone~~ [x](http://e.st) <U+200B>ok'\n```"
+        ),
+        "{content}"
+    );
+    assert_eq!(
+        prompt.body["allowed_mentions"]["parse"],
+        serde_json::json!([])
+    );
+    let labels: Vec<_> = prompt.body["components"][0]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["label"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(labels, ["Accept", "Cancel"]);
+    let cancel = prompt.body["components"][0]["components"][1]["custom_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (prompt_id, _) = dc.wait_for_content(CHANNEL, |t| t == content).await;
+    let token = dc.click(CHANNEL, ALICE, prompt_id, &cancel);
+    dc.wait_for_call("POST", &format!("/{token}/callback"), |b| {
+        b["data"]["content"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("Cancel by user1001"))
+    })
+    .await;
+
+    let fenced = "echo ```\n@everyone look here\n```";
+    dc.channel_message(CHANNEL, ALICE, &[], &mention(&format!("run: {fenced}")));
+    let prompt = dc
+        .wait_for_call("POST", &messages, |b| {
+            b["content"]
+                .as_str()
+                .is_some_and(|t| t.contains(r"approval\.txt"))
+        })
+        .await;
+    let content = prompt.body["content"].as_str().unwrap();
+    assert!(!content.contains("@everyone"), "{content}");
+    let (prompt_id, _) = dc.wait_for_content(CHANNEL, |t| t == content).await;
+    let files = dc.attachments_of(prompt_id);
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].0, "approval.txt");
+    assert!(files[0].1.contains(fenced), "{}", files[0].1);
+    let buttons = &prompt.body["components"][0]["components"];
+    assert_eq!(buttons[0]["label"], "Accept");
+    let token = dc.click(
+        CHANNEL,
+        ALICE,
+        prompt_id,
+        buttons[1]["custom_id"].as_str().unwrap(),
+    );
+    dc.wait_for_call("POST", &format!("/{token}/callback"), |b| b["type"] == 7)
+        .await;
+    gateway.stop().await;
+    drop(env);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strangers_never_reach_the_model() {
     let (env, dc, config) = setup().await;

@@ -210,31 +210,152 @@ async fn approvals_by_button_and_only_by_allowed_users() {
     );
     assert!(tg.text_of(prompt).unwrap().contains("Accept by User1001"));
 
-    tg.dm(ALICE, "run: touch declined.txt");
-    let (second, _) = tg
-        .wait_for_text(ALICE, |t| {
-            t.starts_with("Codex asks to run") && t.contains("declined.txt")
-        })
-        .await;
+    // Codex 0.171 offers accept and cancel for a command (and an amendment the bot does
+    // not offer): only those are buttons.
+    tg.dm(ALICE, "run: touch cancelled.txt");
     let call = tg
         .wait_for_call("sendMessage", |b| {
             b["text"]
                 .as_str()
-                .is_some_and(|t| t.contains("touch declined.txt"))
+                .is_some_and(|t| t.contains("touch cancelled.txt"))
         })
         .await;
-    let decline = call.body["reply_markup"]["inline_keyboard"][1][0]["callback_data"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    tg.press(ALICE, ALICE, second, &decline);
-    tg.wait_for_text(ALICE, |t| t.contains("Decline by")).await;
+    let labels = button_labels(&call.body);
+    assert_eq!(labels, ["Accept", "Cancel"]);
+    let second = call_message_id(&tg, &call).await;
+    let cancel = button_data(&call.body, "Cancel");
+    tg.press(ALICE, ALICE, second, &cancel);
+    tg.wait_for_text(ALICE, |t| t.contains("Cancel by")).await;
     tg.wait_for_call("answerCallbackQuery", |b| {
-        b["text"].as_str().is_some_and(|t| t.starts_with("Decline"))
+        b["text"].as_str().is_some_and(|t| t.starts_with("Cancel"))
     })
     .await;
     gateway.stop().await;
-    assert!(!env.workspace().join("declined.txt").exists());
+    assert!(!env.workspace().join("cancelled.txt").exists());
+}
+
+fn buttons(body: &serde_json::Value) -> Vec<serde_json::Value> {
+    let rows = body["reply_markup"]["inline_keyboard"].as_array().cloned();
+    rows.unwrap_or_default()
+        .iter()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+fn button_labels(body: &serde_json::Value) -> Vec<String> {
+    buttons(body)
+        .iter()
+        .map(|b| b["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn button_data(body: &serde_json::Value, label: &str) -> String {
+    let button = buttons(body).into_iter().find(|b| b["text"] == label);
+    let button = button.unwrap_or_else(|| panic!("no {label} button in {body}"));
+    button["callback_data"].as_str().unwrap().to_owned()
+}
+
+/// The id of the message a send call created (the fake numbers them in order).
+async fn call_message_id(tg: &FakeTelegram, call: &support::telegram::Call) -> i64 {
+    let sent = call.body["text"].as_str().or(call.body["caption"].as_str());
+    let sent = sent.unwrap_or_default().to_owned();
+    tg.wait_for_text(call.body["chat_id"].as_i64().unwrap(), |t| t == sent)
+        .await
+        .0
+}
+
+/// An approval prompt shows the command exactly: HTML kept literal in a code block,
+/// hidden characters made visible, and a command too long for a message attached whole
+/// as a file under the buttons, never cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_prompts_show_the_whole_command_exactly() {
+    let (env, tg, mut config) = setup().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = Gateway::start(&config);
+
+    tg.dm(ALICE, "run: echo '<b>x</b> & @admin' > safe\u{202E}txt.sh");
+    let call = tg
+        .wait_for_call("sendMessage", |b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Codex asks"))
+        })
+        .await;
+    assert_eq!(call.body["parse_mode"], "HTML");
+    let id = call_message_id(&tg, &call).await;
+    let shown = tg.message_of(id).unwrap();
+    let text = shown["text"].as_str().unwrap();
+    assert!(
+        text.contains("echo '<b>x</b> & @admin' > safe<U+202E>txt.sh"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{202E}'));
+    let pre = shown["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "pre")
+        .cloned()
+        .expect("the command is in a code block");
+    let in_block: String = text
+        .encode_utf16()
+        .skip(pre["offset"].as_u64().unwrap() as usize)
+        .take(pre["length"].as_u64().unwrap() as usize)
+        .map(|u| char::from_u32(u32::from(u)).unwrap_or('?'))
+        .collect();
+    assert!(in_block.contains("safe<U+202E>txt.sh"), "{in_block}");
+    tg.press(ALICE, ALICE, id, &button_data(&call.body, "Cancel"));
+    let edit = tg
+        .wait_for_call("editMessageText", |b| b["message_id"] == id)
+        .await;
+    assert!(
+        edit.body["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("Cancel by User1001")
+    );
+    assert_eq!(
+        edit.body["entities"][0]["type"], "pre",
+        "the code block was lost when the verdict was added"
+    );
+
+    let long_command = format!("echo {} END", "x".repeat(5000));
+    tg.dm(ALICE, &format!("run: {long_command}"));
+    let call = tg
+        .wait_for_call("sendDocument", |b| {
+            b["caption"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Codex asks to run"))
+        })
+        .await;
+    let id = call_message_id(&tg, &call).await;
+    let (name, content) = tg.document_of(id).unwrap();
+    assert_eq!(name, "approval.txt");
+    assert!(
+        content.contains(&long_command),
+        "the attached command was cut"
+    );
+    assert!(
+        call.body["caption"]
+            .as_str()
+            .unwrap()
+            .contains("approval.txt")
+    );
+    assert_eq!(button_labels(&call.body), ["Accept", "Cancel"]);
+    tg.press(ALICE, ALICE, id, &button_data(&call.body, "Accept"));
+    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    let edit = tg
+        .wait_for_call("editMessageCaption", |b| b["message_id"] == id)
+        .await;
+    assert!(
+        edit.body["caption"]
+            .as_str()
+            .unwrap()
+            .ends_with("Accept by User1001")
+    );
+    gateway.stop().await;
+    drop(env);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,8 +12,8 @@ pub use error::CodexError;
 pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;
 pub use protocol::{
-    AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, Item,
-    Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
+    AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, ChangedFile,
+    Item, Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::Codex;

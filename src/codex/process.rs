@@ -58,6 +58,7 @@ impl AppServer {
             alive: watch::Sender::new(true),
             kill: Mutex::new(Some(kill_tx)),
             request_timeout: spec.request_timeout,
+            file_changes: Mutex::new(HashMap::new()),
         });
         tokio::spawn(write_lines(stdin, outgoing_rx));
         tokio::spawn(read_lines(stdout, shared.clone()));

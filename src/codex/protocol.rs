@@ -185,15 +185,37 @@ pub struct ApprovalRequest {
     pub command: Option<String>,
     pub cwd: Option<String>,
     pub reason: Option<String>,
+    /// The files a file change touches (from its `item/started`).
+    pub files: Vec<ChangedFile>,
+    /// A folder outside the workspace the change asks write access to, for the session.
+    pub grant_root: Option<String>,
+    /// The decisions Codex allows for this request (`availableDecisions`; all when absent).
+    pub decisions: Vec<ApprovalDecision>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// One file of a file change: its path and what happens to it (`add`, `update`, `delete`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedFile {
+    pub path: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ApprovalDecision {
     Accept,
     AcceptForSession,
     Decline,
     Cancel,
+}
+
+impl ApprovalDecision {
+    pub const ALL: [ApprovalDecision; 4] = [
+        ApprovalDecision::Accept,
+        ApprovalDecision::AcceptForSession,
+        ApprovalDecision::Decline,
+        ApprovalDecision::Cancel,
+    ];
 }
 
 /// Reads the thread id a notification or server request belongs to, if any.
@@ -275,7 +297,8 @@ impl Item {
 
 impl ApprovalRequest {
     /// Parses a server->client approval request; `None` for other server requests.
-    pub(crate) fn parse(method: &str, params: &Value) -> Option<Self> {
+    /// `files` are those of the file change it names, as its `item/started` listed them.
+    pub(crate) fn parse(method: &str, params: &Value, files: Vec<ChangedFile>) -> Option<Self> {
         let kind = match method {
             "item/commandExecution/requestApproval" => ApprovalKind::Command,
             "item/fileChange/requestApproval" => ApprovalKind::FileChange,
@@ -286,8 +309,47 @@ impl ApprovalRequest {
             command: text(params, "command"),
             cwd: text(params, "cwd"),
             reason: text(params, "reason"),
+            files,
+            grant_root: text(params, "grantRoot"),
+            decisions: available_decisions(params),
         })
     }
+}
+
+/// The plain decisions of `availableDecisions`; the ones with a policy amendment (objects)
+/// are not offered by the gateway. Every decision when the list is absent.
+fn available_decisions(params: &Value) -> Vec<ApprovalDecision> {
+    match params.get("availableDecisions").and_then(Value::as_array) {
+        Some(listed) => listed
+            .iter()
+            .filter_map(|d| serde_json::from_value(d.clone()).ok())
+            .collect(),
+        None => ApprovalDecision::ALL.to_vec(),
+    }
+}
+
+/// The files of a `fileChange` item (`item/started`), or `None` for other items.
+pub(crate) fn changed_files(item: &Value) -> Option<Vec<ChangedFile>> {
+    if item.get("type")?.as_str()? != "fileChange" {
+        return None;
+    }
+    let changes = item.get("changes").and_then(Value::as_array);
+    Some(
+        changes
+            .into_iter()
+            .flatten()
+            .filter_map(|change| {
+                Some(ChangedFile {
+                    path: text(change, "path")?,
+                    kind: change
+                        .pointer("/kind/type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("change")
+                        .to_owned(),
+                })
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
-use super::protocol::{ApprovalDecision, ApprovalRequest, Notification, thread_id_of};
+use super::protocol::{
+    ApprovalDecision, ApprovalRequest, ChangedFile, Notification, changed_files, thread_id_of,
+};
 
 /// What a thread's subscriber receives.
 #[derive(Debug)]
@@ -63,6 +65,9 @@ pub(super) struct Shared {
     pub(super) alive: watch::Sender<bool>,
     pub(super) kill: Mutex<Option<oneshot::Sender<()>>>,
     pub(super) request_timeout: Duration,
+    /// Files of the file changes in progress, by item id: their approval requests name
+    /// the item only.
+    pub(super) file_changes: Mutex<HashMap<String, Vec<ChangedFile>>>,
 }
 
 pub(super) async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>) {
@@ -147,6 +152,7 @@ impl Shared {
         match (message.get("id"), method) {
             (Some(id), None) => self.complete(id, &message),
             (None, Some(method)) => {
+                self.track_file_change(method, params);
                 if let (Some(thread_id), Some(notification)) =
                     (thread_id_of(params), Notification::parse(method, params))
                 {
@@ -179,10 +185,36 @@ impl Shared {
         let _ = waiter.send(answer);
     }
 
+    /// Remembers the files of a file change from its start until it completes.
+    fn track_file_change(&self, method: &str, params: &Value) {
+        let item = params.get("item").unwrap_or(&Value::Null);
+        let Some(id) = item.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        let mut changes = self.file_changes.lock().expect("lock");
+        match method {
+            "item/started" => {
+                if let Some(files) = changed_files(item) {
+                    changes.insert(id.to_owned(), files);
+                }
+            }
+            "item/completed" => {
+                changes.remove(id);
+            }
+            _ => {}
+        }
+    }
+
     fn server_request(&self, id: Value, method: &str, params: &Value) {
-        if let (Some(request), Some(thread_id)) =
-            (ApprovalRequest::parse(method, params), thread_id_of(params))
-        {
+        let files = params
+            .get("itemId")
+            .and_then(Value::as_str)
+            .and_then(|item| self.file_changes.lock().expect("lock").get(item).cloned())
+            .unwrap_or_default();
+        if let (Some(request), Some(thread_id)) = (
+            ApprovalRequest::parse(method, params, files),
+            thread_id_of(params),
+        ) {
             let responder = ApprovalResponder {
                 request_id: id,
                 outgoing: self.outgoing.clone(),
@@ -216,5 +248,81 @@ impl Shared {
         for (_, subscriber) in self.threads.lock().expect("lock").drain() {
             let _ = subscriber.send(ThreadEvent::ProcessExited);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared() -> (Shared, mpsc::UnboundedReceiver<String>) {
+        let (outgoing, written) = mpsc::unbounded_channel();
+        let shared = Shared {
+            pid: None,
+            outgoing,
+            pending: Mutex::new(HashMap::new()),
+            threads: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            alive: watch::Sender::new(true),
+            kill: Mutex::new(None),
+            request_timeout: Duration::from_secs(1),
+            file_changes: Mutex::new(HashMap::new()),
+        };
+        (shared, written)
+    }
+
+    #[test]
+    fn a_file_change_approval_names_the_files_of_its_item() {
+        let (shared, mut written) = shared();
+        let (events, mut received) = mpsc::unbounded_channel();
+        shared.threads.lock().unwrap().insert("t".into(), events);
+        shared.dispatch(
+            r#"{"method":"item/started","params":{"threadId":"t","turnId":"u","item":{"type":"fileChange","id":"call_1","status":"inProgress","changes":[{"path":"/w/a.rs","kind":{"type":"add"},"diff":"+x"},{"path":"/w/b.rs","kind":{"type":"update","move_path":null},"diff":""}]}}}"#,
+        );
+        shared.dispatch(
+            r#"{"id":7,"method":"item/fileChange/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"call_1","reason":null,"grantRoot":"/etc"}}"#,
+        );
+        let Ok(ThreadEvent::Approval(request, responder)) = received.try_recv() else {
+            panic!("no approval routed to the thread");
+        };
+        let files: Vec<_> = request
+            .files
+            .iter()
+            .map(|f| (f.kind.as_str(), f.path.as_str()))
+            .collect();
+        assert_eq!(files, [("add", "/w/a.rs"), ("update", "/w/b.rs")]);
+        assert_eq!(request.grant_root.as_deref(), Some("/etc"));
+        assert_eq!(request.decisions, ApprovalDecision::ALL);
+        drop(responder);
+        let refusal: Value = serde_json::from_str(&written.try_recv().unwrap()).unwrap();
+        assert_eq!(refusal["result"]["decision"], "decline");
+
+        // Once the item completed, its files are forgotten.
+        shared.dispatch(
+            r#"{"method":"item/completed","params":{"threadId":"t","turnId":"u","item":{"type":"fileChange","id":"call_1","status":"completed","changes":[]}}}"#,
+        );
+        assert!(shared.file_changes.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn only_the_offered_decisions_are_kept() {
+        let (shared, mut written) = shared();
+        let (events, mut received) = mpsc::unbounded_channel();
+        shared.threads.lock().unwrap().insert("t".into(), events);
+        shared.dispatch(
+            r#"{"id":8,"method":"item/commandExecution/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"c","command":"ls","cwd":"/w","availableDecisions":["accept",{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["ls"]}},"cancel"]}}"#,
+        );
+        let Ok(ThreadEvent::Approval(request, responder)) = received.try_recv() else {
+            panic!("no approval routed to the thread");
+        };
+        assert_eq!(
+            request.decisions,
+            [ApprovalDecision::Accept, ApprovalDecision::Cancel]
+        );
+        // Nobody answering is the gateway's decline, which Codex takes even when it does
+        // not offer it to people: the model hears of it and the turn goes on.
+        drop(responder);
+        let refusal: Value = serde_json::from_str(&written.try_recv().unwrap()).unwrap();
+        assert_eq!(refusal["result"]["decision"], "decline");
     }
 }

@@ -5,23 +5,119 @@ use tracing::{info, warn};
 use crate::chat::{ActionKind, ApprovalPrompt, Decision};
 use crate::router::Router;
 
-/// The prompt's text: what Codex asks to do, where, and why.
-pub fn prompt_text(prompt: &ApprovalPrompt) -> String {
-    let mut text = match prompt.action {
-        ActionKind::Command => "Codex asks to run a command",
-        ActionKind::FileChange => "Codex asks to change files",
+/// An approval prompt as every platform shows it: what is approved exactly, never cut,
+/// with every character visible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalCard {
+    /// What Codex asks for ("Codex asks to run a command:").
+    pub title: String,
+    /// Where and why, one line each, made visible (Codex writes them too).
+    pub details: Vec<String>,
+    /// What is approved, made visible: the command, or the files one per line.
+    pub body: String,
+}
+
+/// The name of the file the whole prompt is attached as when it does not fit a message.
+pub const ATTACHMENT_NAME: &str = "approval.txt";
+
+/// Room kept in a prompt message for the line that says who decided.
+pub const VERDICT_ROOM: usize = 100;
+
+impl ApprovalCard {
+    pub fn of(prompt: &ApprovalPrompt) -> Self {
+        let (title, body) = match prompt.action {
+            ActionKind::Command => (
+                "Codex asks to run a command:",
+                prompt
+                    .command
+                    .clone()
+                    .unwrap_or_else(|| "(no command given)".into()),
+            ),
+            ActionKind::FileChange if prompt.files.is_empty() => {
+                ("Codex asks to change files:", "(no file list given)".into())
+            }
+            ActionKind::FileChange => (
+                "Codex asks to change files:",
+                prompt
+                    .files
+                    .iter()
+                    .map(|(kind, path)| format!("{kind} {path}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+        };
+        let mut details = Vec::new();
+        if let Some(cwd) = &prompt.cwd {
+            details.push(format!("in {}", visible(cwd)));
+        }
+        if let Some(root) = &prompt.grant_root {
+            details.push(format!(
+                "and asks to write anywhere under {} (outside the workspace) for the rest of the session",
+                visible(root)
+            ));
+        }
+        if let Some(reason) = &prompt.reason {
+            details.push(format!("Reason: {}", visible(reason)));
+        }
+        if prompt.decisions.is_empty() {
+            details.push("Codex offers no decision the bot can give; it will be refused.".into());
+        }
+        ApprovalCard {
+            title: title.into(),
+            details,
+            body: visible(&body),
+        }
     }
-    .to_owned();
-    if let Some(command) = &prompt.command {
-        text.push_str(&format!(":\n{command}"));
+
+    /// The whole prompt as plain text, for the attached file.
+    pub fn full_text(&self) -> String {
+        let mut text = self.title.clone();
+        for line in &self.details {
+            text.push('\n');
+            text.push_str(line);
+        }
+        text.push_str("\n\n");
+        text.push_str(&self.body);
+        text.push('\n');
+        text
     }
-    if let Some(cwd) = &prompt.cwd {
-        text.push_str(&format!("\nin {cwd}"));
+
+    /// The line under the title when the prompt is attached instead of shown.
+    pub fn attached_note(&self) -> String {
+        format!(
+            "The full request ({} characters) is in the attached {ATTACHMENT_NAME}: read it before you decide.",
+            self.body.chars().count()
+        )
     }
-    if let Some(reason) = &prompt.reason {
-        text.push_str(&format!("\nReason: {reason}"));
+}
+
+/// `text` with every character that could hide or disguise part of it shown as
+/// `<U+XXXX>`: controls (but newline and tab), bidi overrides, zero-width and other
+/// invisible characters, and spaces that are not the ASCII space.
+pub fn visible(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_hidden(c) {
+            shown.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
     }
-    text
+    shown
+}
+
+fn is_hidden(c: char) -> bool {
+    if c == '\n' || c == '\t' {
+        return false;
+    }
+    c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(c,
+            '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}'
+            | '\u{17B5}' | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// Button data of an approval decision: `ap:<id>:<decision>` (fits Telegram's 64 bytes
@@ -104,5 +200,57 @@ mod tests {
         }
         assert_eq!(parse_button_data("ap:1:x"), None);
         assert_eq!(parse_button_data("other"), None);
+    }
+
+    fn command_prompt(command: &str) -> ApprovalPrompt {
+        ApprovalPrompt {
+            id: 1,
+            action: ActionKind::Command,
+            command: Some(command.into()),
+            cwd: Some("/work".into()),
+            reason: None,
+            files: vec![],
+            grant_root: None,
+            decisions: Decision::ALL.to_vec(),
+        }
+    }
+
+    #[test]
+    fn hidden_characters_are_made_visible() {
+        let text = "rm -rf ./safe\u{202E}txt.sh\u{200B}\r\u{00A0}x\u{E0041}\n\tok ü ✓";
+        assert_eq!(
+            visible(text),
+            "rm -rf ./safe<U+202E>txt.sh<U+200B><U+000D><U+00A0>x<U+E0041>\n\tok ü ✓"
+        );
+    }
+
+    #[test]
+    fn a_card_keeps_the_whole_command_and_shows_the_folder() {
+        let command = format!("echo {}\u{202E}", "x".repeat(10_000));
+        let card = ApprovalCard::of(&command_prompt(&command));
+        assert_eq!(card.title, "Codex asks to run a command:");
+        assert_eq!(card.details, ["in /work"]);
+        assert_eq!(card.body, format!("echo {}<U+202E>", "x".repeat(10_000)));
+        assert!(card.full_text().contains(&card.body));
+    }
+
+    #[test]
+    fn a_file_change_card_lists_the_files_and_the_root_it_asks_for() {
+        let prompt = ApprovalPrompt {
+            action: ActionKind::FileChange,
+            command: None,
+            files: vec![
+                ("add".into(), "src/new.rs".into()),
+                ("update".into(), "README.md".into()),
+            ],
+            grant_root: Some("/etc".into()),
+            reason: Some("needs **root**".into()),
+            ..command_prompt("")
+        };
+        let card = ApprovalCard::of(&prompt);
+        assert_eq!(card.title, "Codex asks to change files:");
+        assert_eq!(card.body, "add src/new.rs\nupdate README.md");
+        assert!(card.details[1].contains("under /etc (outside the workspace)"));
+        assert_eq!(card.details[2], "Reason: needs **root**");
     }
 }

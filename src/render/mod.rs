@@ -1,8 +1,10 @@
 //! Shapes Codex's Markdown replies for chat platforms: splitting at their length limits
-//! with code fences kept balanced, and Telegram's HTML flavour.
+//! with code fences kept balanced, Telegram's HTML flavour, and literal text for both.
 
+mod literal;
 mod telegram;
 
+pub use literal::{fits_code_block, html_escape, markdown_escape};
 pub use telegram::telegram_html;
 
 /// Telegram counts message length in UTF-16 code units.

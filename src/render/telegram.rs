@@ -4,6 +4,8 @@
 
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 
+use super::literal::html_escape as escape;
+
 /// Link targets Telegram opens; others are shown as plain text.
 const LINK_SCHEMES: [&str; 4] = ["http://", "https://", "mailto:", "tg://"];
 
@@ -161,12 +163,6 @@ impl Writer {
             self.out.push_str("\n\n");
         }
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn escape_attribute(text: &str) -> String {

@@ -10,7 +10,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use serde_json::{Value, json};
@@ -42,6 +42,8 @@ struct Inner {
     calls: Mutex<Vec<RestCall>>,
     /// Current content of the bot's messages: id -> (channel, content).
     messages: Mutex<BTreeMap<u64, (u64, String)>>,
+    /// Files sent with the bot's messages: id -> [(file name, content)].
+    attachments: Mutex<BTreeMap<u64, Vec<(String, String)>>>,
     threads: Mutex<HashMap<u64, u64>>,
     /// (method, path part, status): answered once each to the next matching REST call.
     faults: Mutex<Vec<(String, String, u16)>>,
@@ -87,6 +89,12 @@ fn message(id: u64, channel: u64, author: u64, content: &str, guild: bool) -> Va
 }
 
 impl FakeDiscord {
+    /// The files sent with the bot's message `id`: (file name, content) each.
+    pub fn attachments_of(&self, id: u64) -> Vec<(String, String)> {
+        let attachments = self.inner.attachments.lock().unwrap();
+        attachments.get(&id).cloned().unwrap_or_default()
+    }
+
     pub async fn start() -> Self {
         let inner = Arc::new(Inner {
             next_id: AtomicU64::new(900_000_000_000_000_000),
@@ -300,10 +308,14 @@ async fn rest(
     State(inner): State<Arc<Inner>>,
     method: Method,
     Path(path): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let path = format!("/{path}");
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let body: Value = match super::multipart::parts(&headers, &body) {
+        Some(parts) => form_body(parts),
+        None => serde_json::from_slice(&body).unwrap_or(Value::Null),
+    };
     inner.calls.lock().unwrap().push(RestCall {
         method: method.to_string(),
         path: path.clone(),
@@ -368,7 +380,26 @@ async fn rest(
                 .lock()
                 .unwrap()
                 .insert(id, (channel, content.clone()));
-            json(message(id, channel, BOT_ID, &content, true))
+            let files: Vec<(String, String)> = body["files"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|f| {
+                    (
+                        f["file_name"].as_str().unwrap_or_default().to_owned(),
+                        f["content"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let mut sent = message(id, channel, BOT_ID, &content, true);
+            sent["attachments"] = files
+                .iter()
+                .enumerate()
+                .map(|(i, (name, content))| json!({"id": (id * 10 + i as u64).to_string(),
+                    "filename": name, "size": content.len(), "url": "http://127.0.0.1/f", "proxy_url": "http://127.0.0.1/f"}))
+                .collect();
+            inner.attachments.lock().unwrap().insert(id, files);
+            json(sent)
         }
         ("PATCH", ["channels", channel, "messages", id]) => {
             let id: u64 = id.parse().unwrap_or(0);
@@ -387,6 +418,25 @@ async fn rest(
         }
         _ => StatusCode::NO_CONTENT.into_response(),
     }
+}
+
+/// A multipart message as its JSON body (`payload_json`), with its files under `files`
+/// as `{file_name, content}`.
+fn form_body(parts: Vec<super::multipart::Part>) -> Value {
+    let mut body = json!({});
+    let mut files = Vec::new();
+    for part in parts {
+        let text = String::from_utf8_lossy(&part.data).into_owned();
+        match part.file_name {
+            Some(name) => files.push(json!({"file_name": name, "content": text})),
+            None if part.name == "payload_json" => {
+                body = serde_json::from_str(&text).unwrap_or(json!({}));
+            }
+            None => {}
+        }
+    }
+    body["files"] = Value::Array(files);
+    body
 }
 
 async fn gateway(State(inner): State<Arc<Inner>>, upgrade: WebSocketUpgrade) -> Response {

@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod discord;
 pub mod model;
+pub mod multipart;
 pub mod telegram;
 
 use std::path::PathBuf;

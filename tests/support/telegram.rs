@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -49,8 +50,12 @@ struct Inner {
     polls: Mutex<Vec<Poll>>,
     /// When recent sends and edits were accepted, for the per-second limit.
     recent_sends: Mutex<VecDeque<Instant>>,
-    /// Current text of every message the bot sent, by message id.
+    /// Current text (or caption) of every message the bot sent, by message id, as sent.
     texts: Mutex<BTreeMap<i64, (i64, String)>>,
+    /// Every message the bot sent as Telegram returns it (HTML parsed into entities).
+    messages: Mutex<BTreeMap<i64, Value>>,
+    /// Files the bot sent: (file name, content) by message id.
+    documents: Mutex<BTreeMap<i64, (String, String)>>,
     /// Error answers to give, once each, to the next call of a method.
     faults: Mutex<Vec<(String, Value)>>,
     next_update: AtomicI64,
@@ -154,6 +159,17 @@ impl FakeTelegram {
     /// `user_id` presses an inline button with `data` under bot message `message_id`.
     pub fn press(&self, user_id: i64, chat_id: i64, message_id: i64, data: &str) {
         let text = self.text_of(message_id).unwrap_or_default();
+        let message = self
+            .inner
+            .messages
+            .lock()
+            .unwrap()
+            .get(&message_id)
+            .cloned();
+        let message = message.unwrap_or_else(|| {
+            json!({"message_id": message_id, "date": now(), "chat": chat(chat_id),
+                   "from": bot_user(), "text": text})
+        });
         self.push(
             "callback_query",
             json!({
@@ -161,8 +177,7 @@ impl FakeTelegram {
                 "from": {"id": user_id, "is_bot": false, "first_name": format!("User{user_id}")},
                 "chat_instance": "ci",
                 "data": data,
-                "message": {"message_id": message_id, "date": now(), "chat": chat(chat_id),
-                            "from": bot_user(), "text": text},
+                "message": message,
             }),
         );
     }
@@ -227,6 +242,26 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// The file sent with message `message_id`: its name and content.
+    pub fn document_of(&self, message_id: i64) -> Option<(String, String)> {
+        self.inner
+            .documents
+            .lock()
+            .unwrap()
+            .get(&message_id)
+            .cloned()
+    }
+
+    /// Message `message_id` as Telegram would return it: text or caption with entities.
+    pub fn message_of(&self, message_id: i64) -> Option<Value> {
+        self.inner
+            .messages
+            .lock()
+            .unwrap()
+            .get(&message_id)
+            .cloned()
+    }
+
     pub fn text_of(&self, message_id: i64) -> Option<String> {
         self.inner
             .texts
@@ -265,6 +300,85 @@ impl FakeTelegram {
     }
 }
 
+/// A form's fields as a JSON body: files as `{file_name, content}` (also where a field
+/// names one as `attach://<part>`), values that are JSON
+/// (numbers, keyboards) parsed, the rest as strings.
+fn form_body(parts: Vec<super::multipart::Part>) -> Value {
+    let mut body = json!({});
+    for part in parts {
+        let text = String::from_utf8_lossy(&part.data).into_owned();
+        body[part.name.as_str()] = match part.file_name {
+            Some(name) => json!({"file_name": name, "content": text}),
+            None => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        };
+    }
+    // A file may be sent in a part of its own and named as `attach://<part>`.
+    let fields: Vec<String> = body.as_object().unwrap().keys().cloned().collect();
+    for field in fields {
+        if let Some(part) = body[&field]
+            .as_str()
+            .and_then(|v| v.strip_prefix("attach://"))
+        {
+            body[&field] = body[part].clone();
+        }
+    }
+    body
+}
+
+/// Telegram's parse of HTML: the visible text and its entities (offsets in UTF-16 units).
+pub fn html_entities(html: &str) -> (String, Value) {
+    let mut shown = String::new();
+    // Open tags: name, start offset, and the link of an `<a href>`.
+    let mut open: Vec<(String, usize, Option<String>)> = Vec::new();
+    let mut entities = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        shown.push_str(&unescape(&rest[..at]));
+        let end = rest[at..].find('>').map_or(rest.len(), |e| at + e);
+        let tag = &rest[at + 1..end];
+        rest = rest.get(end + 1..).unwrap_or("");
+        let offset = shown.encode_utf16().count();
+        if let Some(name) = tag.strip_prefix('/') {
+            if let Some(index) = open.iter().rposition(|(n, _, _)| n == name) {
+                let (name, start, url) = open.remove(index);
+                let kind = match name.as_str() {
+                    "b" | "strong" => "bold",
+                    "i" | "em" => "italic",
+                    "u" => "underline",
+                    "s" | "del" => "strikethrough",
+                    "code" if open.iter().any(|(n, _, _)| n == "pre") => continue,
+                    "code" => "code",
+                    "pre" => "pre",
+                    "blockquote" => "blockquote",
+                    "a" => "text_link",
+                    _ => "spoiler",
+                };
+                let mut entity = json!({"type": kind, "offset": start, "length": offset - start});
+                if let Some(url) = url {
+                    entity["url"] = json!(url);
+                }
+                entities.push(entity);
+            }
+        } else {
+            let name = tag.split_whitespace().next().unwrap_or_default().to_owned();
+            let url = tag
+                .split_once("href=\"")
+                .and_then(|(_, rest)| rest.split_once('"'))
+                .map(|(url, _)| unescape(url));
+            open.push((name, offset, url));
+        }
+    }
+    shown.push_str(&unescape(rest));
+    (shown, Value::Array(entities))
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
 /// Text as Telegram shows it after parsing HTML entities (what its length limit counts).
 pub fn visible_text(html: &str) -> String {
     let mut out = String::new();
@@ -286,11 +400,18 @@ pub fn visible_text(html: &str) -> String {
 async fn handle(
     State(inner): State<Arc<Inner>>,
     Path((_bot, method)): Path<(String, String)>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> axum::Json<Value> {
     let method = method.to_ascii_lowercase();
-    let body: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
-    let limited = matches!(method.as_str(), "sendmessage" | "editmessagetext");
+    let body: Value = match super::multipart::parts(&headers, &body) {
+        Some(parts) => form_body(parts),
+        None => serde_json::from_slice(&body).unwrap_or(json!({})),
+    };
+    let limited = matches!(
+        method.as_str(),
+        "sendmessage" | "editmessagetext" | "senddocument" | "editmessagecaption"
+    );
     let rate_limited = limited && !inner.take_send_slot();
     if method != "getupdates" {
         inner.calls.lock().unwrap().push(Call {
@@ -336,32 +457,15 @@ async fn handle(
         "getwebhookinfo" => {
             json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
         }
-        "sendmessage" => {
+        "sendmessage" | "senddocument" => {
             let id = inner.next_message.fetch_add(1, Ordering::SeqCst);
-            let chat_id = body["chat_id"].as_i64().unwrap_or_default();
-            let text = body["text"].as_str().unwrap_or_default().to_owned();
-            inner
-                .texts
-                .lock()
-                .unwrap()
-                .insert(id, (chat_id, text.clone()));
-            let mut message = json!({"message_id": id, "date": now(), "chat": chat(chat_id), "from": bot_user(), "text": text});
-            if let Some(topic) = body.get("message_thread_id") {
-                message["message_thread_id"] = topic.clone();
-                message["is_topic_message"] = json!(true);
-            }
-            message
+            inner.store(id, &body)
         }
-        "editmessagetext" => {
+        "editmessagetext" | "editmessagecaption" => {
             let id = body["message_id"].as_i64().unwrap_or_default();
-            let chat_id = body["chat_id"].as_i64().unwrap_or_default();
-            let text = body["text"].as_str().unwrap_or_default().to_owned();
-            inner
-                .texts
-                .lock()
-                .unwrap()
-                .insert(id, (chat_id, text.clone()));
-            json!({"message_id": id, "date": now(), "edit_date": now(), "chat": chat(chat_id), "from": bot_user(), "text": text})
+            let mut message = inner.store(id, &body);
+            message["edit_date"] = json!(now());
+            message
         }
         _ => json!(true),
     };
@@ -369,6 +473,55 @@ async fn handle(
 }
 
 impl Inner {
+    /// Records a sent or edited message (its text, or caption and file) and returns it
+    /// as Telegram does: HTML parsed into plain text and entities.
+    fn store(&self, id: i64, body: &Value) -> Value {
+        let chat_id = body["chat_id"].as_i64().unwrap_or_default();
+        let key = if body.get("text").is_some() {
+            "text"
+        } else {
+            "caption"
+        };
+        let sent = body[key].as_str().unwrap_or_default().to_owned();
+        let (shown, entities) = if body["parse_mode"] == "HTML" {
+            html_entities(&sent)
+        } else {
+            let field = if key == "text" {
+                "entities"
+            } else {
+                "caption_entities"
+            };
+            let entities = body.get(field);
+            (sent.clone(), entities.cloned().unwrap_or(json!([])))
+        };
+        self.texts.lock().unwrap().insert(id, (chat_id, sent));
+        let mut message = self.messages.lock().unwrap().get(&id).cloned().unwrap_or_else(
+            || json!({"message_id": id, "date": now(), "chat": chat(chat_id), "from": bot_user()}),
+        );
+        message[key] = json!(shown);
+        message[if key == "text" {
+            "entities"
+        } else {
+            "caption_entities"
+        }] = entities;
+        if let Some(document) = body.get("document") {
+            let name = document["file_name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let content = document["content"].as_str().unwrap_or_default().to_owned();
+            message["document"] = json!({"file_id": format!("doc{id}"), "file_unique_id": format!("u{id}"),
+                "file_name": name, "mime_type": "text/plain", "file_size": content.len()});
+            self.documents.lock().unwrap().insert(id, (name, content));
+        }
+        if let Some(topic) = body.get("message_thread_id") {
+            message["message_thread_id"] = topic.clone();
+            message["is_topic_message"] = json!(true);
+        }
+        self.messages.lock().unwrap().insert(id, message.clone());
+        message
+    }
+
     /// Whether one more send or edit fits this second's limit (and counts it if so).
     fn take_send_slot(&self) -> bool {
         let mut recent = self.recent_sends.lock().unwrap();

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tracing::warn;
 
 use crate::chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
+use crate::platform::approvals::ApprovalCard;
 use crate::render;
 use worker::Worker;
 
@@ -53,8 +54,9 @@ pub trait Sink: Send + Sync + 'static {
     fn edit(&self, id: Self::MessageId, text: &str) -> impl Future<Output = ()> + Send;
     fn edit_reply(&self, id: Self::MessageId, markdown: &str) -> impl Future<Output = ()> + Send;
     fn typing(&self) -> impl Future<Output = ()> + Send;
-    /// Shows an approval prompt with the four decisions as buttons.
-    fn ask(&self, text: &str, prompt: &ApprovalPrompt) -> impl Future<Output = ()> + Send;
+    /// Shows an approval prompt (as `card` says: whole, every character visible) with the
+    /// decisions it offers as buttons.
+    fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> impl Future<Output = ()> + Send;
     /// A gateway notice.
     fn notice(&self, text: &str) -> impl Future<Output = ()> + Send {
         async move {

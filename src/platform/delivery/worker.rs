@@ -7,7 +7,7 @@ use tracing::debug;
 
 use super::{Job, Latest, Pace, Sink};
 use crate::chat::OutboundKind;
-use crate::platform::approvals::prompt_text;
+use crate::platform::approvals::ApprovalCard;
 use crate::{deadline, render};
 
 /// The running turn's trouble line, edited in place as it changes.
@@ -105,8 +105,7 @@ impl<S: Sink> Worker<S> {
             OutboundKind::Notice(text) => self.sink.notice(&text).await,
             OutboundKind::Answer { slot, text } => self.sink.answer(slot, &text).await,
             OutboundKind::Approval(prompt) => {
-                let text = preview::<S>(&prompt_text(&prompt), "");
-                self.sink.ask(&text, &prompt).await
+                self.sink.ask(&ApprovalCard::of(&prompt), &prompt).await
             }
             OutboundKind::Progress(line) => debug!(line, "progress not shown on chat platforms"),
         }

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serenity::all::{
-    ButtonStyle, ChannelId, CreateActionRow, CreateAllowedMentions, CreateButton, CreateMessage,
-    EditInteractionResponse, EditMessage, MessageId,
+    ButtonStyle, ChannelId, CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton,
+    CreateMessage, EditInteractionResponse, EditMessage, MessageId,
 };
 use serenity::http::Http;
 
 use super::PendingCommands;
 use crate::chat::{AnswerSlot, ApprovalPrompt, Decision};
-use crate::platform::approvals::button_data;
+use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure};
 use crate::render;
@@ -62,9 +62,27 @@ impl Sink for DiscordChat {
         call(|| self.channel.broadcast_typing(&self.http)).await;
     }
 
-    async fn ask(&self, text: &str, prompt: &ApprovalPrompt) {
-        let buttons = Decision::ALL
-            .map(|decision| {
+    /// The request in a code block when it fits one message with room for the verdict
+    /// (and holds no fence that would end the block); otherwise attached whole as a text
+    /// file, the buttons under it.
+    async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) {
+        let message = match prompt_markdown(card) {
+            Some(content) => CreateMessage::new().content(content),
+            None => CreateMessage::new()
+                .content(format!(
+                    "{}\n{}",
+                    render::markdown_escape(&card.title),
+                    render::markdown_escape(&card.attached_note())
+                ))
+                .add_file(CreateAttachment::bytes(
+                    card.full_text().into_bytes(),
+                    ATTACHMENT_NAME,
+                )),
+        };
+        let buttons: Vec<_> = prompt
+            .decisions
+            .iter()
+            .map(|&decision| {
                 let style = match decision {
                     Decision::Accept | Decision::AcceptForSession => ButtonStyle::Success,
                     Decision::Decline => ButtonStyle::Danger,
@@ -74,11 +92,11 @@ impl Sink for DiscordChat {
                     .label(decision.label())
                     .style(style)
             })
-            .to_vec();
-        let message = CreateMessage::new()
-            .content(text)
-            .allowed_mentions(no_pings())
-            .components(vec![CreateActionRow::Buttons(buttons)]);
+            .collect();
+        let mut message = message.allowed_mentions(no_pings());
+        if !buttons.is_empty() {
+            message = message.components(vec![CreateActionRow::Buttons(buttons)]);
+        }
         call(|| self.channel.send_message(&self.http, message.clone())).await;
     }
 
@@ -106,6 +124,18 @@ impl Sink for DiscordChat {
             self.send(piece).await;
         }
     }
+}
+
+/// The prompt as one Markdown message, or `None` if it would not fit with the verdict.
+fn prompt_markdown(card: &ApprovalCard) -> Option<String> {
+    let mut text = render::markdown_escape(&card.title);
+    for line in &card.details {
+        text.push('\n');
+        text.push_str(&render::markdown_escape(line));
+    }
+    text.push_str(&format!("\n```\n{}\n```", card.body));
+    let fits = render::char_len(&text) + VERDICT_ROOM <= DiscordChat::LIMIT;
+    (fits && render::fits_code_block(&card.body)).then_some(text)
 }
 
 /// What Codex writes can quote `@everyone`, roles or users (from a web page, say): no

@@ -4,17 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use teloxide::payloads::{EditMessageTextSetters, SendMessage, SendMessageSetters};
+use teloxide::payloads::{
+    EditMessageTextSetters, SendDocumentSetters, SendMessage, SendMessageSetters,
+};
 use teloxide::prelude::{Bot, Requester};
 use teloxide::requests::JsonRequest;
 use teloxide::types::{
-    ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode,
+    ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, MessageId, ParseMode,
 };
 use teloxide::{ApiError, RequestError};
 
 use super::{Shared, Target};
-use crate::chat::{ApprovalPrompt, Decision};
-use crate::platform::approvals::button_data;
+use crate::chat::ApprovalPrompt;
+use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure};
 use crate::render;
@@ -78,14 +80,71 @@ impl Sink for TelegramChat {
         .await;
     }
 
-    async fn ask(&self, text: &str, prompt: &ApprovalPrompt) {
-        let button = |decision: Decision| {
-            InlineKeyboardButton::callback(decision.label(), button_data(prompt.id, decision))
-        };
-        let [accept, session, decline, cancel] = Decision::ALL.map(button);
-        let keyboard = InlineKeyboardMarkup::new([[accept, session], [decline, cancel]]);
-        call(|| message(&self.shared.bot, self.target, text).reply_markup(keyboard.clone())).await;
+    /// The request in a `<pre>` block when it fits one message with room for the verdict;
+    /// otherwise attached whole as a text file, the buttons under it.
+    async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) {
+        let keyboard = keyboard(prompt);
+        let bot = &self.shared.bot;
+        if let Some(html) = prompt_html(card) {
+            let sent = call(|| {
+                message(bot, self.target, &html)
+                    .parse_mode(ParseMode::Html)
+                    .reply_markup(keyboard.clone())
+            })
+            .await;
+            if sent.is_some() {
+                return;
+            }
+        }
+        let caption = format!(
+            "{}\n{}",
+            render::html_escape(&card.title),
+            render::html_escape(&card.attached_note())
+        );
+        let file = card.full_text().into_bytes();
+        call(|| {
+            let document = InputFile::memory(file.clone()).file_name(ATTACHMENT_NAME);
+            let request = bot
+                .send_document(self.target.chat_id, document)
+                .caption(caption.clone())
+                .parse_mode(ParseMode::Html)
+                .reply_markup(keyboard.clone());
+            match self.target.topic {
+                Some(topic) => request.message_thread_id(topic),
+                None => request,
+            }
+        })
+        .await;
     }
+}
+
+/// The prompt as one HTML message, or `None` if it would not fit with the verdict.
+fn prompt_html(card: &ApprovalCard) -> Option<String> {
+    let mut head = card.title.clone();
+    for line in &card.details {
+        head.push('\n');
+        head.push_str(line);
+    }
+    let shown = render::utf16_len(&head) + 1 + render::utf16_len(&card.body);
+    (shown + VERDICT_ROOM <= TelegramChat::LIMIT).then(|| {
+        format!(
+            "{}\n<pre>{}</pre>",
+            render::html_escape(&head),
+            render::html_escape(&card.body)
+        )
+    })
+}
+
+/// The decisions the prompt offers, two buttons a row.
+fn keyboard(prompt: &ApprovalPrompt) -> InlineKeyboardMarkup {
+    let buttons: Vec<_> = prompt
+        .decisions
+        .iter()
+        .map(|&decision| {
+            InlineKeyboardButton::callback(decision.label(), button_data(prompt.id, decision))
+        })
+        .collect();
+    InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec))
 }
 
 /// The Bot API's errors under the shared retry policy: 429s wait as told, network errors

@@ -9,7 +9,10 @@ mod inbound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use teloxide::payloads::{AnswerCallbackQuerySetters, GetUpdatesSetters};
+use teloxide::payloads::{
+    AnswerCallbackQuerySetters, EditMessageCaptionSetters, EditMessageTextSetters,
+    GetUpdatesSetters,
+};
 use teloxide::prelude::{Bot, Requester};
 use teloxide::types::{
     AllowedUpdate, BotCommand, CallbackQuery, ChatId, Message, Update, UpdateKind,
@@ -330,17 +333,35 @@ async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
     }
     let Some(verdict) = verdict else { return };
     if let Some(message) = query.message.as_ref().and_then(|m| m.regular_message()) {
-        let shown = message.text().unwrap_or_default();
-        // Editing without a keyboard removes the buttons.
-        let edit = shared.bot.edit_message_text(
-            message.chat.id,
-            message.id,
-            format!("{shown}\n\n{verdict}"),
-        );
-        match edit.await {
-            Ok(_) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
-            Err(error) => warn!(%error, "telegram: could not update the approval prompt"),
+        settle_prompt(&shared.bot, message, &verdict).await;
+    }
+}
+
+/// Adds who decided under the prompt, its formatting kept (the verdict is appended, so
+/// the entities stay valid), and removes the buttons (an edit without a keyboard does).
+async fn settle_prompt(bot: &Bot, message: &Message, verdict: &str) {
+    let (chat, id) = (message.chat.id, message.id);
+    let edited = match (message.text(), message.caption()) {
+        (Some(text), _) => {
+            let entities = message.entities().unwrap_or_default().to_vec();
+            bot.edit_message_text(chat, id, format!("{text}\n\n{verdict}"))
+                .entities(entities)
+                .await
+                .map(drop)
         }
+        (None, Some(caption)) => {
+            let entities = message.caption_entities().unwrap_or_default().to_vec();
+            bot.edit_message_caption(chat, id)
+                .caption(format!("{caption}\n\n{verdict}"))
+                .caption_entities(entities)
+                .await
+                .map(drop)
+        }
+        (None, None) => return,
+    };
+    match edited {
+        Ok(()) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
+        Err(error) => warn!(%error, "telegram: could not update the approval prompt"),
     }
 }
 

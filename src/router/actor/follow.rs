@@ -5,11 +5,12 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::Actor;
-use crate::chat::{ActionKind, ApprovalPrompt, OutboundKind};
+use crate::chat::{ActionKind, ApprovalPrompt, Decision, OutboundKind};
 use crate::codex::{
     ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent,
 };
 use crate::deadline;
+use crate::router::approvals::codex_decision;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{Effect, Input, TurnOutcome, TurnTracker};
@@ -136,8 +137,18 @@ fn prompt(id: u64, request: ApprovalRequest) -> ApprovalPrompt {
             ApprovalKind::Command => ActionKind::Command,
             ApprovalKind::FileChange => ActionKind::FileChange,
         },
+        decisions: Decision::ALL
+            .into_iter()
+            .filter(|d| request.decisions.contains(&codex_decision(*d)))
+            .collect(),
         command: request.command,
         cwd: request.cwd,
         reason: request.reason,
+        files: request
+            .files
+            .into_iter()
+            .map(|file| (file.kind, file.path))
+            .collect(),
+        grant_root: request.grant_root,
     }
 }
