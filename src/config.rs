@@ -163,6 +163,8 @@ pub enum WorkspaceMode {
 pub struct TelegramConfig {
     pub enabled: bool,
     pub token: Option<Secret>,
+    /// A file holding the token (a Docker secret, say), instead of `token`.
+    pub token_file: Option<PathBuf>,
     /// Bot API base URL, for a self-hosted Bot API server.
     pub api_url: String,
     /// Telegram user ids allowed to talk to the bot and to answer approval prompts.
@@ -187,6 +189,7 @@ impl Default for TelegramConfig {
         Self {
             enabled: false,
             token: None,
+            token_file: None,
             api_url: "https://api.telegram.org".into(),
             allowed_users: Vec::new(),
             allowed_chats: Vec::new(),
@@ -210,6 +213,8 @@ pub enum GroupThreads {
 pub struct DiscordConfig {
     pub enabled: bool,
     pub token: Option<Secret>,
+    /// A file holding the token (a Docker secret, say), instead of `token`.
+    pub token_file: Option<PathBuf>,
     /// The application's id (Developer Portal, General Information), for slash commands.
     pub application_id: Option<u64>,
     /// REST base URL of a Discord API proxy; unset talks to Discord itself.
@@ -238,6 +243,7 @@ impl Default for DiscordConfig {
         Self {
             enabled: false,
             token: None,
+            token_file: None,
             application_id: None,
             api_url: None,
             allowed_users: Vec::new(),
@@ -332,7 +338,14 @@ impl Config {
             .try_parsing(true)
             .source(Some(overrides));
         builder = builder.add_source(environment);
-        let config: Config = builder.build()?.try_deserialize()?;
+        let mut config: Config = builder.build()?.try_deserialize()?;
+        config.telegram.token = token_from_file(
+            "telegram",
+            &config.telegram.token,
+            &config.telegram.token_file,
+        )?;
+        config.discord.token =
+            token_from_file("discord", &config.discord.token, &config.discord.token_file)?;
         config.validate()?;
         Ok(config)
     }
@@ -374,7 +387,7 @@ impl Config {
         for (name, enabled, token) in platforms {
             if enabled && token.is_none() {
                 return Err(ConfigError::Rule(format!(
-                    "{name} is enabled but {name}.token is not set (CODEX_GATEWAY__{}__TOKEN)",
+                    "{name} is enabled but neither {name}.token (CODEX_GATEWAY__{}__TOKEN) nor {name}.token_file is set",
                     name.to_uppercase()
                 )));
             }
@@ -405,6 +418,36 @@ impl Config {
             .into_iter()
             .flatten()
             .collect()
+    }
+}
+
+/// The token as given, or read from `token_file` (trimmed: secrets files often end in a
+/// newline). Both at once is a mistake worth saying.
+fn token_from_file(
+    platform: &str,
+    token: &Option<Secret>,
+    file: &Option<PathBuf>,
+) -> Result<Option<Secret>, ConfigError> {
+    let Some(path) = file else {
+        return Ok(token.clone());
+    };
+    if token.is_some() {
+        return Err(ConfigError::Rule(format!(
+            "{platform}.token and {platform}.token_file are both set; keep one"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        ConfigError::Rule(format!(
+            "{platform}.token_file {} cannot be read: {error}",
+            path.display()
+        ))
+    })?;
+    match text.trim() {
+        "" => Err(ConfigError::Rule(format!(
+            "{platform}.token_file {} is empty",
+            path.display()
+        ))),
+        token => Ok(Some(Secret(token.to_owned()))),
     }
 }
 
@@ -492,6 +535,40 @@ mod tests {
         assert_eq!(config.telegram.allowed_users, vec![1001, 1002]);
         assert_eq!(config.discord.channels, vec![600]);
         assert_eq!(config.telegram.api_url, "http://127.0.0.1:1,2");
+    }
+
+    #[test]
+    fn tokens_can_be_files() {
+        let file = write_toml("123456:from-a-secret-file\n");
+        let path = file.path().display().to_string();
+        let config = Config::load_with_env(
+            None,
+            env(&[
+                ("CODEX_GATEWAY__TELEGRAM__ENABLED", "true"),
+                ("CODEX_GATEWAY__TELEGRAM__TOKEN_FILE", &path),
+            ]),
+        )
+        .unwrap();
+        let token = config.telegram.token.as_ref().map(Secret::expose);
+        assert_eq!(token, Some("123456:from-a-secret-file"));
+
+        let both = Config::load_with_env(
+            None,
+            env(&[
+                ("CODEX_GATEWAY__DISCORD__TOKEN", "inline-token"),
+                ("CODEX_GATEWAY__DISCORD__TOKEN_FILE", &path),
+            ]),
+        );
+        assert!(both.unwrap_err().to_string().contains("both set"));
+        let missing = Config::load_with_env(
+            None,
+            env(&[("CODEX_GATEWAY__DISCORD__TOKEN_FILE", "/nonexistent/token")]),
+        );
+        let error = missing.unwrap_err().to_string();
+        assert!(
+            error.contains("discord.token_file /nonexistent/token cannot be read"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod hygiene;
 pub mod instance_lock;
 pub mod metrics;
 pub mod platform;
+pub mod redact;
 pub mod render;
 pub mod router;
 pub mod server;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use codex_gateway::config::Config;
+use codex_gateway::redact::Redactor;
 use codex_gateway::{App, codex, platform, store};
 use tracing_subscriber::EnvFilter;
 
@@ -44,21 +45,30 @@ fn main() -> ExitCode {
     } else {
         "info"
     };
+    let redactor = Redactor::default();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_log)),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(redactor.clone())
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
-        Err(error) => return fail(format!("cannot start the async runtime: {error}")),
+        Err(error) => {
+            return fail(
+                &redactor,
+                format!("cannot start the async runtime: {error}"),
+            );
+        }
     };
     if matches!(cli.command, Action::Run | Action::Console { .. }) {
         guard_this_process();
     }
     let result = runtime.block_on(async {
         let config = Config::load(cli.config.as_deref()).map_err(|e| e.to_string())?;
+        for secret in config.secrets() {
+            redactor.add(secret.expose());
+        }
         match cli.command {
             Action::Run => codex_gateway::run(&config, shutdown_signal())
                 .await
@@ -77,7 +87,7 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => fail(message),
+        Err(message) => fail(&redactor, message),
     }
 }
 
@@ -89,8 +99,8 @@ fn guard_this_process() {
     }
 }
 
-fn fail(message: String) -> ExitCode {
-    eprintln!("codex-gateway: {message}");
+fn fail(redactor: &Redactor, message: String) -> ExitCode {
+    eprintln!("codex-gateway: {}", redactor.redact(&message));
     ExitCode::FAILURE
 }
 

@@ -293,3 +293,43 @@ async fn sigterm_with_codex_hung_exits_within_the_bound() {
         "took {took:?} with a 1 s grace"
     );
 }
+
+/// The Bot API puts the token in every URL, and a proxy in front of it may echo the URL
+/// back (Express answers 404 with "Cannot POST <path>"): whatever `api_url` looks like,
+/// the token never reaches the log, at DEBUG either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_never_reaches_the_log_whatever_the_api_url() {
+    use axum::http::{StatusCode, Uri};
+
+    let env = TestEnv::new().await;
+    let echo = axum::Router::new().fallback(|uri: Uri| async move {
+        (StatusCode::NOT_FOUND, format!("Cannot POST {}", uri.path()))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy = format!("http://{}/proxy/bot/", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, echo).await.unwrap() });
+
+    let secret = "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0";
+    let envs = [
+        ("RUST_LOG", "debug".to_owned()),
+        (
+            "CODEX_GATEWAY__SERVER__LISTEN",
+            format!("127.0.0.1:{}", free_port()),
+        ),
+        ("CODEX_GATEWAY__TELEGRAM__ENABLED", "true".into()),
+        (
+            "CODEX_GATEWAY__TELEGRAM__TOKEN",
+            format!("123456789:{secret}"),
+        ),
+        ("CODEX_GATEWAY__TELEGRAM__API_URL", proxy),
+        ("CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS", ALICE.to_string()),
+    ];
+    let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
+    let (status, stderr) = wait_exit(child).await;
+    assert!(!status.success(), "started with a proxy that answers 404");
+    assert!(
+        stderr.contains("Cannot POST /proxy/bot//bot<redacted>/GetMe"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(secret), "the token reached the log");
+}
