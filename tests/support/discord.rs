@@ -61,7 +61,7 @@ pub struct FakeDiscord {
     inner: Arc<Inner>,
 }
 
-fn user(id: u64) -> Value {
+pub fn user(id: u64) -> Value {
     json!({"id": id.to_string(), "username": format!("user{id}"), "discriminator": "0",
            "global_name": null, "avatar": null, "bot": id == BOT_ID})
 }
@@ -70,12 +70,12 @@ fn timestamp() -> &'static str {
     "2026-12-02T12:00:00.000000+00:00"
 }
 
-fn member(user_id: u64, roles: &[u64]) -> Value {
+pub fn member(user_id: u64, roles: &[u64]) -> Value {
     json!({"user": user(user_id), "roles": roles.iter().map(u64::to_string).collect::<Vec<_>>(),
            "joined_at": timestamp(), "deaf": false, "mute": false, "flags": 0, "permissions": "0"})
 }
 
-fn message(id: u64, channel: u64, author: u64, content: &str, guild: bool) -> Value {
+pub fn message(id: u64, channel: u64, author: u64, content: &str, guild: bool) -> Value {
     let mut message = json!({
         "id": id.to_string(), "channel_id": channel.to_string(), "author": user(author),
         "content": content, "timestamp": timestamp(), "edited_timestamp": null, "tts": false,
@@ -114,7 +114,7 @@ impl FakeDiscord {
         }
     }
 
-    fn next_id(&self) -> u64 {
+    pub fn next_id(&self) -> u64 {
         self.inner.next_id.fetch_add(1, Ordering::SeqCst)
     }
 
@@ -138,7 +138,8 @@ impl FakeDiscord {
         self.inner.resumes.load(Ordering::SeqCst)
     }
 
-    fn dispatch(&self, event: &str, data: Value) {
+    /// Sends any gateway event, as Discord would dispatch it.
+    pub fn dispatch(&self, event: &str, data: Value) {
         let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
         let connection = self.inner.connection.lock().unwrap();

@@ -104,6 +104,15 @@ impl FakeTelegram {
         Self { url, inner }
     }
 
+    /// Queues any update: `fields` gets the next `update_id`.
+    pub fn push_raw(&self, mut fields: Value) -> i64 {
+        let id = self.inner.next_update.fetch_add(1, Ordering::SeqCst);
+        fields["update_id"] = json!(id);
+        self.inner.updates.lock().unwrap().push_back(fields);
+        self.inner.news.notify_waiters();
+        id
+    }
+
     fn push(&self, kind: &str, payload: Value) -> i64 {
         let id = self.inner.next_update.fetch_add(1, Ordering::SeqCst);
         self.inner
