@@ -53,7 +53,7 @@ fn rss_mib(pid: u32) -> f64 {
 
 /// Turns on the bare app-server: what Codex costs without the gateway.
 async fn bare_turns(env: &TestEnv) -> Vec<Duration> {
-    let server = AppServer::spawn(&codex_gateway::spawn_spec(&env.config()))
+    let server = AppServer::spawn(&codex_gateway::spawn_spec(&env.config()).expect("no run_as"))
         .await
         .unwrap();
     let settings = ThreadSettings {

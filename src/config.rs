@@ -47,6 +47,9 @@ pub struct CodexConfig {
     pub binary: PathBuf,
     /// `CODEX_HOME` for the app-server; unset keeps Codex's own default (`~/.codex`).
     pub home: Option<PathBuf>,
+    /// Run the app-servers as this user (`name` or `uid:gid`), so Codex's commands cannot
+    /// read the gateway's tokens, database or config. Needs root or CAP_SETUID+CAP_SETGID.
+    pub run_as: Option<String>,
     /// `key=value` overrides passed to the app-server as `-c key=value`.
     pub config: Vec<String>,
     /// Extra environment variables for the app-server.
@@ -79,6 +82,7 @@ impl Default for CodexConfig {
         Self {
             binary: PathBuf::from("codex"),
             home: None,
+            run_as: None,
             config: Vec::new(),
             env: BTreeMap::new(),
             workspace: PathBuf::from("workspace"),

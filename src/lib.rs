@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::codex::{Codex, CodexError, HealthCheck, SpawnSpec};
+use crate::codex::{Codex, CodexError, HealthCheck, RunAs, RunAsError, SpawnSpec};
 use crate::config::Config;
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::platform::PlatformHandle;
@@ -39,6 +39,8 @@ pub enum StartError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Codex(#[from] CodexError),
+    #[error(transparent)]
+    RunAs(#[from] RunAsError),
     #[error(transparent)]
     Telegram(#[from] TelegramError),
     #[error(transparent)]
@@ -65,7 +67,10 @@ impl App {
     pub async fn start(config: &Config) -> Result<Self, StartError> {
         let lock = InstanceLock::acquire(&config.storage.database)?;
         let store = Store::open(&config.storage.database).await?;
-        let spec = spawn_spec(config);
+        let spec = spawn_spec(config)?;
+        if let Some(user) = &spec.run_as {
+            check_run_as(user, config)?;
+        }
         let codex = Codex::start(spec.clone(), config.codex.processes).await?;
         let login = LoginCheck::new(spec);
         if let Some(server) = codex.servers().await.first()
@@ -119,8 +124,10 @@ impl App {
 }
 
 /// How to start the app-server, from the config.
-pub fn spawn_spec(config: &Config) -> SpawnSpec {
-    SpawnSpec {
+pub fn spawn_spec(config: &Config) -> Result<SpawnSpec, RunAsError> {
+    let run_as = config.codex.run_as.as_deref().map(RunAs::resolve);
+    Ok(SpawnSpec {
+        run_as: run_as.transpose()?,
         binary: config.codex.binary.clone(),
         home: config.codex.home.clone(),
         overrides: config.codex.config.clone(),
@@ -136,7 +143,18 @@ pub fn spawn_spec(config: &Config) -> SpawnSpec {
             every: Duration::from_secs(config.codex.health_check_secs),
             timeout: Duration::from_secs(config.codex.health_check_timeout_secs),
         },
+    })
+}
+
+/// Codex can run as `user` here: the gateway may switch to it, and Codex's home and the
+/// workspaces are that user's.
+fn check_run_as(user: &RunAs, config: &Config) -> Result<(), RunAsError> {
+    user.check_privilege()?;
+    let home = config.codex.home.as_ref().or(user.home.as_ref());
+    if let Some(home) = home {
+        user.check_owns("codex.home", home)?;
     }
+    user.check_owns("codex.workspace", &config.codex.workspace)
 }
 
 impl server::Observed for App {

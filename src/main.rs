@@ -92,10 +92,16 @@ fn main() -> ExitCode {
 }
 
 /// What Codex's commands may do to the gateway: they are ended with it rather than left
-/// running.
+/// running, and they cannot read its memory or environment (the tokens) even as the same
+/// user: a non-dumpable process's `/proc` files belong to root.
 fn guard_this_process() {
     if let Err(error) = codex::adopt_orphans() {
         tracing::warn!(%error, "cannot adopt what Codex's commands leave running; it may outlive the gateway");
+    }
+    // SAFETY: prctl with PR_SET_DUMPABLE takes integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        let error = std::io::Error::last_os_error();
+        tracing::warn!(%error, "cannot make the gateway non-dumpable");
     }
 }
 
@@ -121,7 +127,7 @@ async fn check_config(config: &Config) -> Result<(), String> {
     let store = store::Store::open(db).await.map_err(|e| e.to_string())?;
     store.close().await;
     println!("database: {} opened and migrated", db.display());
-    let spec = codex_gateway::spawn_spec(config);
+    let spec = codex_gateway::spawn_spec(config).map_err(|e| e.to_string())?;
     let server = codex::AppServer::spawn(&spec)
         .await
         .map_err(|e| e.to_string())?;

@@ -4,6 +4,7 @@ mod error;
 mod orphans;
 mod process;
 mod protocol;
+mod run_as;
 mod spawn;
 mod supervisor;
 mod wire;
@@ -15,6 +16,7 @@ pub use protocol::{
     AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, ChangedFile,
     Item, Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
 };
+pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::Codex;
 pub use wire::{ApprovalResponder, ThreadEvent};

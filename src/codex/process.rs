@@ -186,6 +186,14 @@ impl AppServer {
             .await
     }
 
+    /// Creates `path` (and its parents) on the app-server's machine, as its user.
+    pub async fn create_directory(&self, path: &std::path::Path) -> Result<(), CodexError> {
+        let params = json!({"path": path, "recursive": true});
+        self.request::<Value>("fs/createDirectory", params)
+            .await
+            .map(drop)
+    }
+
     /// Starts Codex's native compaction; it then runs as a turn on the thread.
     pub async fn compact(&self, thread_id: &str) -> Result<(), CodexError> {
         self.request::<Value>("thread/compact/start", json!({"threadId": thread_id}))

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+use super::run_as::RunAs;
+
 /// How to start an app-server process.
 #[derive(Debug, Clone)]
 pub struct SpawnSpec {
@@ -23,6 +25,8 @@ pub struct SpawnSpec {
     /// Values that must never reach the child's environment (the gateway's tokens).
     pub secrets: Vec<String>,
     pub request_timeout: Duration,
+    /// The user the app-servers run as (`codex.run_as`); the gateway's own when `None`.
+    pub run_as: Option<RunAs>,
     /// How often a running process is asked a cheap question, and how long it may take to
     /// answer before it counts as wedged and is restarted.
     pub health_check: HealthCheck,
@@ -52,6 +56,13 @@ pub(super) fn command(spec: &SpawnSpec) -> Command {
     command
         .env_clear()
         .envs(child_env(std::env::vars_os(), spec));
+    if let Some(user) = &spec.run_as {
+        command.uid(user.uid).gid(user.gid);
+        command.env("USER", &user.name).env("LOGNAME", &user.name);
+        if let Some(home) = user.home.as_ref().or(spec.home.as_ref()) {
+            command.env("HOME", home);
+        }
+    }
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -108,6 +119,7 @@ mod tests {
             withheld_env_prefixes: vec!["CODEX_GATEWAY".into()],
             secrets: vec!["tg-secret".into()],
             request_timeout: Duration::from_secs(1),
+            run_as: None,
             health_check: HealthCheck {
                 every: Duration::from_secs(30),
                 timeout: Duration::from_secs(10),

@@ -233,7 +233,7 @@ impl Session {
         }
         self.live = None;
         let server = self.ctx.codex.server(&self.chat.to_string()).await?;
-        let cwd = self.working_directory()?;
+        let cwd = self.working_directory(&server).await?;
         let settings = self.thread_settings(&cwd);
         let stored = self
             .ctx
@@ -320,19 +320,27 @@ impl Session {
         ))
     }
 
-    /// The chat's working directory, created if missing.
-    fn working_directory(&self) -> Result<PathBuf, SessionError> {
+    /// The chat's working directory, created if missing by the app-server itself (so it
+    /// belongs to the user Codex runs as, on the machine Codex runs on).
+    async fn working_directory(&self, server: &AppServer) -> Result<PathBuf, SessionError> {
         let settings = &self.ctx.settings;
         let path = match settings.workspace_mode {
             WorkspaceMode::Shared => settings.workspace.clone(),
             WorkspaceMode::PerChat => settings.workspace.join(self.chat.folder_name()),
         };
-        std::fs::create_dir_all(&path).map_err(|source| SessionError::Workspace {
+        // Codex wants an absolute cwd.
+        let path = std::path::absolute(&path).map_err(|source| SessionError::Workspace {
             path: path.clone(),
             source,
         })?;
-        // Codex wants an absolute cwd.
-        std::path::absolute(&path).map_err(|source| SessionError::Workspace { path, source })
+        server
+            .create_directory(&path)
+            .await
+            .map_err(|error| SessionError::Workspace {
+                path: path.clone(),
+                source: std::io::Error::other(error),
+            })?;
+        Ok(path)
     }
 
     fn thread_settings(&self, cwd: &std::path::Path) -> ThreadSettings {

@@ -46,6 +46,30 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// Every chat's transcript is in the database: readable by the gateway's user only. The
+/// file is created (or tightened) to 0600 before SQLite opens it; SQLite gives its WAL and
+/// shared-memory files the database file's mode.
+fn keep_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    if file.metadata()?.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    for companion in ["-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(companion);
+        match std::fs::set_permissions(&name, std::fs::Permissions::from_mode(0o600)) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens (creating if needed) the database and applies the embedded migrations.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
@@ -56,6 +80,7 @@ impl Store {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| open_error(sqlx::Error::Io(e)))?;
         }
+        keep_private(path).map_err(|e| open_error(sqlx::Error::Io(e)))?;
         let options = SqliteConnectOptions::from_str("sqlite:")
             .map_err(open_error)?
             .filename(path)
@@ -315,6 +340,30 @@ mod tests {
 
     fn key(name: &str) -> ChatKey {
         ChatKey::new(Platform::Console, name)
+    }
+
+    #[tokio::test]
+    async fn the_database_is_readable_by_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway.db");
+        let mode = |suffix: &str| {
+            let file = format!("{}{suffix}", path.display());
+            std::fs::metadata(file).unwrap().permissions().mode() & 0o777
+        };
+        let store = Store::open(&path).await.unwrap();
+        store.set_thread(&key("a"), "/w", "t1", None).await.unwrap();
+        assert_eq!(
+            (mode(""), mode("-wal"), mode("-shm")),
+            (0o600, 0o600, 0o600)
+        );
+        store.close().await;
+
+        // A database from before is tightened when opened.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let store = Store::open(&path).await.unwrap();
+        assert_eq!(mode(""), 0o600);
+        store.close().await;
     }
 
     #[tokio::test]

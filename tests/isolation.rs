@@ -1,0 +1,216 @@
+//! What a command run through Codex can read of the gateway: with `codex.run_as`, neither
+//! the token (environment, token file), nor the database with other chats' transcripts;
+//! and even as the gateway's own user, not its environment (it is non-dumpable).
+//! Switching users needs root: these tests run as root (as CI does) and are skipped
+//! otherwise, saying why.
+
+mod support;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use support::TestEnv;
+use support::binary::{ALICE, gateway_command, terminate, wait_exit, wait_healthy};
+use support::telegram::FakeTelegram;
+
+const BOB: i64 = 1002;
+const TOKEN: &str = "4242:isolation-secret-token-AAHdqTcvCH1vGWJx";
+const BOBS_SECRET: &str = "zebra-orchid-91";
+
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self").unwrap().uid() == 0
+}
+
+/// The pinned codex binary where any user may run it (the install lives under /root),
+/// in the test's folder so that it goes with it.
+fn shared_codex(env: &TestEnv) -> PathBuf {
+    let copy = env.dir.path().join("codex");
+    if !copy.exists() {
+        std::fs::copy(support::codex_binary(), &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    copy
+}
+
+fn chown_tree(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&entry.path(), uid);
+        }
+    }
+}
+
+/// The gateway with Telegram for Alice and Bob, the token in a 0600 file and in the
+/// environment, and `extra` settings.
+fn telegram_envs(
+    env: &TestEnv,
+    telegram: &FakeTelegram,
+    port: u16,
+    extra: &[(&'static str, String)],
+) -> Vec<(&'static str, String)> {
+    let token_file = env.dir.path().join("telegram-token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut envs = vec![
+        ("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}")),
+        ("CODEX_GATEWAY__SERVER__SHUTDOWN_GRACE_SECS", "1".into()),
+        (
+            "CODEX_GATEWAY__CODEX__BINARY",
+            shared_codex(env).display().to_string(),
+        ),
+        ("CODEX_GATEWAY__CODEX__WORKSPACE_MODE", "per_chat".into()),
+        ("CODEX_GATEWAY__TELEGRAM__ENABLED", "true".into()),
+        (
+            "CODEX_GATEWAY__TELEGRAM__TOKEN_FILE",
+            token_file.display().to_string(),
+        ),
+        ("CODEX_GATEWAY__TELEGRAM__API_URL", telegram.url.clone()),
+        (
+            "CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS",
+            format!("{ALICE},{BOB}"),
+        ),
+        // The variable compose would set, as a second place the token could leak from.
+        ("TELEGRAM_BOT_TOKEN", TOKEN.into()),
+    ];
+    envs.extend(extra.iter().cloned());
+    envs
+}
+
+/// Bob tells his chat a secret; Alice's Codex then runs `probe` and says what it read.
+async fn probe_from_alices_chat(telegram: &FakeTelegram, probe: &str) -> String {
+    telegram.dm(BOB, &format!("remember {BOBS_SECRET}"));
+    telegram
+        .wait_for_text(BOB, |t| t == format!("Echo: remember {BOBS_SECRET}"))
+        .await;
+    telegram.dm(ALICE, &format!("run: {probe}"));
+    let (_, said) = telegram
+        .wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    said
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
+    if !running_as_root() {
+        println!("skipped: switching Codex to another user needs root (CI runs as root)");
+        return;
+    }
+    const CODEX_UID: u32 = 64123;
+    let env = TestEnv::new().await;
+    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    chown_tree(&env.codex_home(), CODEX_UID);
+    chown_tree(&env.workspace(), CODEX_UID);
+    let telegram = FakeTelegram::start().await;
+    let port = support::free_port();
+    let run_as = [(
+        "CODEX_GATEWAY__CODEX__RUN_AS",
+        format!("{CODEX_UID}:{CODEX_UID}"),
+    )];
+    let envs = telegram_envs(&env, &telegram, port, &run_as);
+    let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
+    wait_healthy(port).await;
+
+    let database = env.database();
+    let probe = format!(
+        "id -u; for f in /proc/{gateway}/environ {db} {db}-wal {db}.lock {token}; do echo \"== $f\"; cat \"$f\" 2>&1 | tr '\\0' ' ' | head -c 300; echo; done",
+        gateway = child.id(),
+        db = database.display(),
+        token = env.dir.path().join("telegram-token").display(),
+    );
+    let said = probe_from_alices_chat(&telegram, &probe).await;
+    println!("what Codex read as uid {CODEX_UID}:\n{said}");
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    assert!(status.success(), "exit {status}: {stderr}");
+
+    assert!(
+        said.contains(&CODEX_UID.to_string()),
+        "Codex did not run as {CODEX_UID}: {said}"
+    );
+    assert_eq!(said.matches("Permission denied").count(), 5, "{said}");
+    assert!(
+        !said.contains("isolation-secret-token"),
+        "the token was read: {said}"
+    );
+    assert!(
+        !said.contains(BOBS_SECRET),
+        "another chat's transcript was read: {said}"
+    );
+    // The chat's folder was made by the app-server, so it is Codex's user's.
+    let folders: Vec<_> = std::fs::read_dir(env.workspace())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(!folders.is_empty());
+    for folder in folders {
+        assert_eq!(
+            folder.metadata().unwrap().uid(),
+            CODEX_UID,
+            "{:?}",
+            folder.path()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_as_the_gateways_user_cannot_read_its_environment() {
+    if !running_as_root() {
+        println!("skipped: running the gateway as a plain user needs root (CI runs as root)");
+        return;
+    }
+    const GATEWAY_UID: u32 = 64124;
+    let env = TestEnv::new().await;
+    chown_tree(env.dir.path(), GATEWAY_UID);
+    let telegram = FakeTelegram::start().await;
+    let port = support::free_port();
+    let envs = telegram_envs(&env, &telegram, port, &[]);
+    chown_tree(env.dir.path(), GATEWAY_UID);
+    let mut command = gateway_command(&env, &["run"], &envs);
+    command.uid(GATEWAY_UID).gid(GATEWAY_UID);
+    let child = command.spawn().unwrap();
+    wait_healthy(port).await;
+
+    let probe = format!(
+        "id -u; cat /proc/{}/environ 2>&1 | tr '\\0' ' ' | head -c 300",
+        child.id()
+    );
+    let said = probe_from_alices_chat(&telegram, &probe).await;
+    println!("what Codex read as the gateway's uid {GATEWAY_UID}:\n{said}");
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(said.contains(&GATEWAY_UID.to_string()), "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    assert!(
+        !said.contains("isolation-secret-token"),
+        "the token was read: {said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
+    if !running_as_root() {
+        println!("skipped: running the gateway as a plain user needs root (CI runs as root)");
+        return;
+    }
+    let env = TestEnv::new().await;
+    let run_as = [("CODEX_GATEWAY__CODEX__RUN_AS", "64123:64123".to_owned())];
+    // CODEX_HOME still belongs to root.
+    let (status, stderr) =
+        wait_exit(gateway_command(&env, &["run"], &run_as).spawn().unwrap()).await;
+    assert!(!status.success());
+    assert!(stderr.contains("chown -R 64123:64123"), "{stderr}");
+
+    // A plain user cannot switch to another one.
+    chown_tree(env.dir.path(), 64125);
+    let mut command = gateway_command(&env, &["run"], &run_as);
+    command.uid(64125).gid(64125);
+    let (status, stderr) = wait_exit(command.spawn().unwrap()).await;
+    assert!(!status.success());
+    assert!(
+        stderr.contains("needs root or the CAP_SETUID and CAP_SETGID capabilities"),
+        "{stderr}"
+    );
+}
