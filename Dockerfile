@@ -25,17 +25,27 @@ RUN npm install --prefix /opt/codex --no-audit --no-fund "@openai/codex@${CODEX_
     && /usr/local/bin/codex --version
 
 FROM debian:bookworm-slim
-# Codex runs shell commands (bash, git); tini reaps them and forwards SIGTERM.
-RUN apt-get update && apt-get install -y --no-install-recommends bash ca-certificates git tini \
+# Codex runs shell commands (bash, git); tini forwards SIGTERM to the gateway, which itself
+# ends whatever Codex's commands leave running. Two users: `gateway` holds the tokens and
+# the database (0600); Codex and every command it runs are `codex` (codex.run_as in
+# deploy/config.toml), which can read neither. /data is the gateway's, passable (0711) to
+# reach Codex's home and the workspaces, which are codex's.
+RUN apt-get update && apt-get install -y --no-install-recommends bash ca-certificates git tini libcap2-bin \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --create-home --uid 10001 codex \
-    && mkdir -p /data/codex-home /data/workspaces && chown -R codex:codex /data
+    && useradd --no-create-home --home-dir /data --uid 10001 gateway \
+    && useradd --create-home --uid 10002 codex \
+    && mkdir -p /data/codex-home /data/workspaces \
+    && chown gateway:gateway /data && chmod 0711 /data \
+    && chown codex:codex /data/codex-home /data/workspaces
 COPY --from=codex /usr/local/bin/codex /usr/local/bin/codex
 COPY --from=build /usr/local/bin/codex-gateway /usr/local/bin/codex-gateway
+# The two capabilities the gateway needs to start Codex as `codex`, and no others (the
+# compose file drops every other one).
+RUN setcap cap_setuid,cap_setgid=ep /usr/local/bin/codex-gateway
 COPY deploy/config.toml /etc/codex-gateway/config.toml
 # Codex keeps its login and thread rollouts here; the gateway's database sits beside it.
 ENV CODEX_HOME=/data/codex-home
-USER codex
+USER gateway
 WORKDIR /data
 VOLUME /data
 EXPOSE 8787

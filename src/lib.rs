@@ -150,9 +150,11 @@ pub fn spawn_spec(config: &Config) -> Result<SpawnSpec, RunAsError> {
 /// workspaces are that user's.
 fn check_run_as(user: &RunAs, config: &Config) -> Result<(), RunAsError> {
     user.check_privilege()?;
-    let home = config.codex.home.as_ref().or(user.home.as_ref());
-    if let Some(home) = home {
-        user.check_owns("codex.home", home)?;
+    // Codex's home as the child gets it: configured, or inherited as CODEX_HOME. Codex
+    // makes its default (~/.codex) itself.
+    let home = config.codex.home.clone();
+    if let Some(home) = home.or_else(|| std::env::var_os("CODEX_HOME").map(Into::into)) {
+        user.check_owns("codex.home", &home)?;
     }
     user.check_owns("codex.workspace", &config.codex.workspace)
 }
