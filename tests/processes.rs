@@ -74,10 +74,6 @@ async fn a_command_codex_detached_is_ended_with_the_gateway() {
         Vec::<u32>::new(),
         "the detached command outlived the gateway: {stderr}"
     );
-    assert!(
-        stderr.contains("ended processes that Codex's commands left running"),
-        "{stderr}"
-    );
 }
 
 /// Starts a detached `sleep` named after itself, answers `initialize`, and exits a
