@@ -39,9 +39,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends bash ca-certifi
     && chown codex:codex /data/codex-home /data/workspaces
 COPY --from=codex /usr/local/bin/codex /usr/local/bin/codex
 COPY --from=build /usr/local/bin/codex-gateway /usr/local/bin/codex-gateway
-# The two capabilities the gateway needs to start Codex as `codex`, and no others (the
-# compose file drops every other one).
-RUN setcap cap_setuid,cap_setgid=ep /usr/local/bin/codex-gateway
+# The capabilities the gateway needs to start Codex as `codex` (SETUID, SETGID) and to
+# stop it and what its commands leave running (KILL), and no others (the compose file
+# drops every other one).
+RUN setcap cap_kill,cap_setuid,cap_setgid=ep /usr/local/bin/codex-gateway
 COPY deploy/config.toml /etc/codex-gateway/config.toml
 # Codex keeps its login and thread rollouts here; the gateway's database sits beside it.
 ENV CODEX_HOME=/data/codex-home

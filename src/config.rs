@@ -48,7 +48,8 @@ pub struct CodexConfig {
     /// `CODEX_HOME` for the app-server; unset keeps Codex's own default (`~/.codex`).
     pub home: Option<PathBuf>,
     /// Run the app-servers as this user (`name` or `uid:gid`), so Codex's commands cannot
-    /// read the gateway's tokens, database or config. Needs root or CAP_SETUID+CAP_SETGID.
+    /// read the gateway's tokens, database or config. Needs root or CAP_SETUID, CAP_SETGID
+    /// and CAP_KILL.
     pub run_as: Option<String>,
     /// `key=value` overrides passed to the app-server as `-c key=value`.
     pub config: Vec<String>,

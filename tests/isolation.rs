@@ -210,7 +210,99 @@ async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
     let (status, stderr) = wait_exit(command.spawn().unwrap()).await;
     assert!(!status.success());
     assert!(
-        stderr.contains("needs root or the CAP_SETUID and CAP_SETGID capabilities"),
+        stderr.contains("needs root or the CAP_SETUID, CAP_SETGID and CAP_KILL"),
         "{stderr}"
+    );
+}
+
+/// As in the container: the gateway a plain user with exactly SETUID, SETGID and KILL,
+/// Codex another user. A stop is prompt, and ends the app-server and what its commands
+/// left running, though both belong to another user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftovers() {
+    if !running_as_root() {
+        println!("skipped: running the gateway as a plain user needs root (CI runs as root)");
+        return;
+    }
+    const GATEWAY_UID: u32 = 64126;
+    const CODEX_UID: u32 = 64123;
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let port = support::free_port();
+    let run_as = [(
+        "CODEX_GATEWAY__CODEX__RUN_AS",
+        format!("{CODEX_UID}:{CODEX_UID}"),
+    )];
+    let envs = telegram_envs(&env, &telegram, port, &run_as);
+    chown_tree(env.dir.path(), GATEWAY_UID);
+    chown_tree(&env.codex_home(), CODEX_UID);
+    chown_tree(&env.workspace(), CODEX_UID);
+    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let gateway = gateway_command(&env, &["run"], &envs);
+    let mut command = std::process::Command::new("setpriv");
+    let ids = GATEWAY_UID.to_string();
+    let caps = "-all,+setuid,+setgid,+kill";
+    command
+        .args(["--reuid", &ids, "--regid", &ids, "--clear-groups"])
+        .args([
+            "--inh-caps",
+            caps,
+            "--ambient-caps",
+            caps,
+            "--bounding-set",
+            caps,
+            "--",
+        ])
+        .arg(gateway.get_program())
+        .args(gateway.get_args())
+        .envs(gateway.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    wait_healthy(port).await;
+
+    let marker = format!("left-by-codex-{}", std::process::id());
+    let detached =
+        format!("setsid bash -c 'exec -a {marker} sleep 600' </dev/null >/dev/null 2>&1 &");
+    telegram.dm(ALICE, &format!("run: {detached}"));
+    telegram
+        .wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    let owners = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|p| {
+                std::fs::read(p.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&marker))
+            })
+            .map(|p| p.metadata().unwrap().uid())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        owners(),
+        [CODEX_UID],
+        "the detached command is not Codex's user's"
+    );
+
+    let stopping = std::time::Instant::now();
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    let took = stopping.elapsed();
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(
+        took < std::time::Duration::from_secs(8),
+        "stopping took {took:?}"
+    );
+    assert_eq!(
+        owners(),
+        Vec::<u32>::new(),
+        "the detached command outlived the gateway"
+    );
+    assert_eq!(
+        env.codex_processes(),
+        Vec::<u32>::new(),
+        "app-server left running"
     );
 }

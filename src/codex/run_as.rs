@@ -22,8 +22,8 @@ pub enum RunAsError {
     #[error("codex.run_as: there is no user {0:?} here (give a user name, or uid:gid)")]
     UnknownUser(String),
     #[error(
-        "codex.run_as = {user:?} needs root or the CAP_SETUID and CAP_SETGID capabilities, \
-         and this gateway (uid {uid}) lacks them"
+        "codex.run_as = {user:?} needs root or the CAP_SETUID, CAP_SETGID and CAP_KILL \
+         capabilities, and this gateway (uid {uid}) lacks some"
     )]
     NoPrivilege { user: String, uid: u32 },
     #[error(
@@ -40,7 +40,10 @@ pub enum RunAsError {
     },
 }
 
-/// Capability numbers (linux/capability.h).
+/// Capability numbers (linux/capability.h). Switching a child to another user takes the
+/// first two; stopping it, and what its commands leave behind, takes the third (a signal
+/// to another user's process needs it).
+const CAP_KILL: u32 = 5;
 const CAP_SETGID: u32 = 6;
 const CAP_SETUID: u32 = 7;
 
@@ -68,11 +71,11 @@ impl RunAs {
         })
     }
 
-    /// Whether this process may switch a child to this user.
+    /// Whether this process may switch a child to this user, and stop it.
     pub fn check_privilege(&self) -> Result<(), RunAsError> {
         let effective = effective_capabilities().unwrap_or(0);
         let has = |cap: u32| effective & (1 << cap) != 0;
-        if has(CAP_SETUID) && has(CAP_SETGID) {
+        if has(CAP_SETUID) && has(CAP_SETGID) && has(CAP_KILL) {
             return Ok(());
         }
         Err(RunAsError::NoPrivilege {

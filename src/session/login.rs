@@ -10,7 +10,7 @@ use crate::codex::{AccountState, AppServer, Codex, SpawnSpec};
 
 /// The one line that names the problem and its fixes.
 pub const LOGIN_MISSING: &str = "Codex is not logged in, so it cannot answer. Log in on the \
-     gateway's machine with `codex login` (in Docker: `docker compose run --rm gateway codex \
+     gateway's machine with `codex login` (in Docker: `docker compose run --rm --user codex gateway codex \
      login --device-auth`), or give Codex an API key (OPENAI_API_KEY).";
 
 /// Variables that give Codex an API key without a stored login.
