@@ -18,8 +18,13 @@ const BOB: i64 = 1002;
 const TOKEN: &str = "4242:isolation-secret-token-AAHdqTcvCH1vGWJx";
 const BOBS_SECRET: &str = "zebra-orchid-91";
 
-fn running_as_root() -> bool {
-    std::fs::metadata("/proc/self").unwrap().uid() == 0
+/// Whether this test can run here; says why when it cannot.
+fn runs_as_root(what_needs_it: &str) -> bool {
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    if !root {
+        println!("skipped: {what_needs_it} needs root (CI runs as root)");
+    }
+    root
 }
 
 /// The pinned codex binary where any user may run it (the install lives under /root),
@@ -93,8 +98,7 @@ async fn probe_from_alices_chat(telegram: &FakeTelegram, probe: &str) -> String 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
-    if !running_as_root() {
-        println!("skipped: switching Codex to another user needs root (CI runs as root)");
+    if !runs_as_root("switching Codex to another user") {
         return;
     }
     const CODEX_UID: u32 = 64123;
@@ -156,8 +160,7 @@ async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_as_the_gateways_user_cannot_read_its_environment() {
-    if !running_as_root() {
-        println!("skipped: running the gateway as a plain user needs root (CI runs as root)");
+    if !runs_as_root("running the gateway as a plain user") {
         return;
     }
     const GATEWAY_UID: u32 = 64124;
@@ -191,8 +194,7 @@ async fn codex_as_the_gateways_user_cannot_read_its_environment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
-    if !running_as_root() {
-        println!("skipped: running the gateway as a plain user needs root (CI runs as root)");
+    if !runs_as_root("running the gateway as a plain user") {
         return;
     }
     let env = TestEnv::new().await;
@@ -220,8 +222,7 @@ async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
 /// left running, though both belong to another user.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftovers() {
-    if !running_as_root() {
-        println!("skipped: running the gateway as a plain user needs root (CI runs as root)");
+    if !runs_as_root("running the gateway as a plain user") {
         return;
     }
     const GATEWAY_UID: u32 = 64126;

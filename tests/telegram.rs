@@ -174,13 +174,7 @@ async fn approvals_by_button_and_only_by_allowed_users() {
     let (prompt, _) = tg
         .wait_for_text(ALICE, |t| t.starts_with("Codex asks to run"))
         .await;
-    let call = tg
-        .wait_for_call("sendMessage", |b| {
-            b["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Codex asks"))
-        })
-        .await;
+    let call = sent_message(&tg, |t| t.starts_with("Codex asks")).await;
     let buttons = &call.body["reply_markup"]["inline_keyboard"];
     let data = |row: usize, col: usize| {
         buttons[row][col]["callback_data"]
@@ -213,13 +207,7 @@ async fn approvals_by_button_and_only_by_allowed_users() {
     // Codex 0.171 offers accept and cancel for a command (and an amendment the bot does
     // not offer): only those are buttons.
     tg.dm(ALICE, "run: touch cancelled.txt");
-    let call = tg
-        .wait_for_call("sendMessage", |b| {
-            b["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("touch cancelled.txt"))
-        })
-        .await;
+    let call = sent_message(&tg, |t| t.contains("touch cancelled.txt")).await;
     let labels = button_labels(&call.body);
     assert_eq!(labels, ["Accept", "Cancel"]);
     let second = call_message_id(&tg, &call).await;
@@ -232,6 +220,12 @@ async fn approvals_by_button_and_only_by_allowed_users() {
     .await;
     gateway.stop().await;
     assert!(!env.workspace().join("cancelled.txt").exists());
+}
+
+/// The first sendMessage call whose text satisfies `pick`.
+async fn sent_message(tg: &FakeTelegram, pick: impl Fn(&str) -> bool) -> support::telegram::Call {
+    tg.wait_for_call("sendMessage", |b| b["text"].as_str().is_some_and(&pick))
+        .await
 }
 
 fn buttons(body: &serde_json::Value) -> Vec<serde_json::Value> {
@@ -274,13 +268,7 @@ async fn approval_prompts_show_the_whole_command_exactly() {
     let gateway = Gateway::start(&config);
 
     tg.dm(ALICE, "run: echo '<b>x</b> & @admin' > safe\u{202E}txt.sh");
-    let call = tg
-        .wait_for_call("sendMessage", |b| {
-            b["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Codex asks"))
-        })
-        .await;
+    let call = sent_message(&tg, |t| t.starts_with("Codex asks")).await;
     assert_eq!(call.body["parse_mode"], "HTML");
     let id = call_message_id(&tg, &call).await;
     let shown = tg.message_of(id).unwrap();
