@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use codex_gateway::chat::{ChatKey, Platform};
-use codex_gateway::codex::{AppServer, Notification, ThreadEvent, ThreadSettings};
+use codex_gateway::codex::{AppServer, Notification, ThreadEvent, ThreadSettings, TurnOverrides};
 use codex_gateway::config::{ApprovalPolicy, SandboxMode};
 use support::telegram::FakeTelegram;
 use support::{Chat, Gateway, TestEnv};
@@ -68,7 +68,7 @@ async fn bare_turns(env: &TestEnv) -> Vec<Duration> {
     for i in 0..=TURNS {
         let started = Instant::now();
         let turn = server
-            .start_turn(&thread, &[&format!("bare {i}")])
+            .start_turn(&thread, &[&format!("bare {i}")], &TurnOverrides::default())
             .await
             .unwrap();
         while let Some(event) = events.recv().await {

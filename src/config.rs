@@ -57,6 +57,8 @@ pub struct CodexConfig {
     pub env: BTreeMap<String, String>,
     /// Root of the working directories Codex runs in.
     pub workspace: PathBuf,
+    /// Absolute folders a chat may move to with `/cwd` (empty: `/cwd` only shows).
+    pub project_roots: Vec<PathBuf>,
     pub workspace_mode: WorkspaceMode,
     /// Model slug for new and resumed threads; unset uses Codex's configured model.
     pub model: Option<String>,
@@ -84,6 +86,7 @@ impl Default for CodexConfig {
             binary: PathBuf::from("codex"),
             home: None,
             run_as: None,
+            project_roots: Vec::new(),
             config: Vec::new(),
             env: BTreeMap::new(),
             workspace: PathBuf::from("workspace"),

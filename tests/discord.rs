@@ -67,7 +67,20 @@ async fn channel_conversation_survives_a_restart() {
         "no typing indicator"
     );
     let commands = dc.calls("PUT", &format!("/applications/{APP_ID}/commands"));
-    assert_eq!(commands[0].body.as_array().unwrap().len(), 5);
+    let commands = commands[0].body.as_array().unwrap().clone();
+    let names: Vec<_> = commands
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let expected = [
+        "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "help",
+    ];
+    assert_eq!(names, expected);
+    // A command that takes an argument offers it as an optional string option.
+    let model = commands.iter().find(|c| c["name"] == "model").unwrap();
+    assert_eq!(model["options"][0]["name"], "name");
+    assert_eq!(model["options"][0]["type"], 3);
+    assert_eq!(model["options"][0]["required"], false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,6 +105,14 @@ async fn new_slash_command_is_deferred_answered_and_starts_over() {
     dc.channel_message(CHANNEL, ALICE, &[], &mention("what did you just read?"));
     dc.wait_for_content(CHANNEL, |t| t.contains("I have not read anything"))
         .await;
+    // A slash command's option is its argument, as if typed after the name.
+    dc.slash_with(CHANNEL, ALICE, "model", &[("name", "no-such-model")]);
+    dc.wait_for_call("PATCH", "/messages/@original", |b| {
+        b["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("There is no model no-such-model here"))
+    })
+    .await;
     gateway.stop().await;
     assert!(
         !env.model

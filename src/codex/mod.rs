@@ -1,5 +1,6 @@
 //! Client for `codex app-server`: knows JSON-RPC and Codex threads, nothing of chats.
 
+mod catalog;
 mod error;
 mod orphans;
 mod process;
@@ -9,6 +10,7 @@ mod spawn;
 mod supervisor;
 mod wire;
 
+pub use catalog::{ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
 pub use error::CodexError;
 pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;

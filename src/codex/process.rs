@@ -12,6 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info};
 
+use super::catalog::TurnOverrides;
 use super::error::CodexError;
 use super::orphans;
 use super::protocol::{
@@ -159,11 +160,18 @@ impl AppServer {
         self.shared.threads.lock().expect("lock").len()
     }
 
-    /// Starts a turn whose input is the given texts, in order; returns the turn id.
-    pub async fn start_turn(&self, thread_id: &str, texts: &[&str]) -> Result<String, CodexError> {
+    /// Starts a turn whose input is the given texts, in order, with the chat's overrides
+    /// of the thread's settings; returns the turn id.
+    pub async fn start_turn(
+        &self,
+        thread_id: &str,
+        texts: &[&str],
+        overrides: &TurnOverrides,
+    ) -> Result<String, CodexError> {
         let params = TurnStartParams {
             thread_id,
             input: texts.iter().map(|text| UserInput::Text { text }).collect(),
+            overrides,
         };
         let reply: TurnReply = self.request("turn/start", &params).await?;
         Ok(reply.turn.id)
@@ -217,7 +225,7 @@ impl AppServer {
         self.request_within(method, params, timeout).await
     }
 
-    async fn request_within<R: DeserializeOwned>(
+    pub(super) async fn request_within<R: DeserializeOwned>(
         &self,
         method: &str,
         params: impl Serialize,

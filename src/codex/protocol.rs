@@ -1,6 +1,8 @@
 //! The subset of the app-server protocol (v2, codex 0.171) that the gateway uses.
 
 use serde::{Deserialize, Serialize};
+
+use super::catalog::TurnOverrides;
 use serde_json::Value;
 
 /// When Codex asks a person before it acts (`approvalPolicy`).
@@ -69,6 +71,8 @@ pub(crate) struct ThreadInfo {
 pub(crate) struct TurnStartParams<'a> {
     pub thread_id: &'a str,
     pub input: Vec<UserInput<'a>>,
+    #[serde(flatten)]
+    pub overrides: &'a TurnOverrides,
 }
 
 #[derive(Debug, Serialize)]
@@ -429,6 +433,7 @@ mod tests {
         let turn = TurnStartParams {
             thread_id: "t",
             input: vec![UserInput::Text { text: "hi" }],
+            overrides: &TurnOverrides::default(),
         };
         assert_eq!(
             serde_json::to_value(&turn).unwrap(),

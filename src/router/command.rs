@@ -10,6 +10,10 @@ pub enum Command {
     Status,
     Compact,
     Help,
+    Model,
+    Effort,
+    Cwd,
+    Usage,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +34,23 @@ pub const MENU: &[(&str, &str)] = &[
     ("stop", "Interrupt the running turn"),
     ("status", "Thread, usage, model and working directory"),
     ("compact", "Compact this thread's context"),
+    ("model", "Show or choose this chat's model"),
+    ("effort", "Show or choose the model's reasoning effort"),
+    ("cwd", "Show or move this chat's folder"),
+    ("usage", "Rate limits and this chat's context use"),
     ("help", "What this bot does"),
+];
+
+/// Commands that take an optional argument: (command, argument name, what it is). Slash
+/// commands offer it as an option.
+pub const ARGUMENTS: &[(&str, &str, &str)] = &[
+    ("model", "name", "The model to use from the next turn on"),
+    (
+        "effort",
+        "level",
+        "The reasoning effort to use from the next turn on",
+    ),
+    ("cwd", "folder", "A folder inside the project roots"),
 ];
 
 pub const HELP: &str = "Talk to Codex: every message goes to this chat's Codex thread, \
@@ -39,7 +59,12 @@ which lasts until /new.\n\
 /stop - interrupt the running turn\n\
 /status - thread, turns, token usage, model and working directory\n\
 /compact - ask Codex to compact this thread's context\n\
-/help - this text";
+/model [NAME] - this chat's model and the choices; with a name, use it from the next turn\n\
+/effort [LEVEL] - the model's reasoning effort and the choices; with a level, use it\n\
+/cwd [DIR] - this chat's folder; with a folder inside the project roots, move there\n\
+/usage - the account's rate limits and this chat's context use\n\
+/help - this text\n\
+Your choices of model, effort and folder are kept across restarts and /new.";
 
 /// Parses a message. A command is a lone `/word`, optionally `/word@botname` (as Telegram
 /// sends it) and optionally followed by text; `/tmp/x` and the like stay plain text.
@@ -67,9 +92,20 @@ pub fn parse(text: &str) -> Input<'_> {
         "status" => Command::Status,
         "compact" => Command::Compact,
         "help" | "start" => Command::Help,
+        "model" => Command::Model,
+        "effort" => Command::Effort,
+        "cwd" => Command::Cwd,
+        "usage" => Command::Usage,
         _ => return Input::UnknownCommand(first_word),
     };
     Input::Command(command)
+}
+
+/// What follows a command's name (`/model gpt-5` gives `gpt-5`), trimmed.
+pub fn argument(text: &str) -> &str {
+    let text = text.trim();
+    text.find(char::is_whitespace)
+        .map_or("", |end| text[end..].trim())
 }
 
 /// The text as Codex gets it: blank lines around it dropped, the rest as typed (the first
@@ -88,6 +124,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_commands_argument_is_what_follows_its_name() {
+        assert_eq!(argument("/model  gpt-5.1 "), "gpt-5.1");
+        assert_eq!(argument("/cwd@bot sub dir"), "sub dir");
+        assert_eq!(argument("/model"), "");
+    }
+
+    #[test]
     fn parses_table() {
         let cases: &[(&str, Input)] = &[
             ("/new", Input::Command(Command::New)),
@@ -99,6 +142,10 @@ mod tests {
             ("/compact", Input::Command(Command::Compact)),
             ("/help", Input::Command(Command::Help)),
             ("/start", Input::Command(Command::Help)),
+            ("/model gpt-5", Input::Command(Command::Model)),
+            ("/effort", Input::Command(Command::Effort)),
+            ("/cwd ../x", Input::Command(Command::Cwd)),
+            ("/usage", Input::Command(Command::Usage)),
             ("/frobnicate", Input::UnknownCommand("/frobnicate")),
             ("/frob@bot x", Input::UnknownCommand("/frob@bot")),
             (

@@ -32,6 +32,8 @@ pub struct SessionSettings {
     pub turn_timeout: Duration,
     pub approval_timeout: Duration,
     pub max_queued: usize,
+    /// Folders a chat may move to with `/cwd` (empty: it only shows its folder).
+    pub project_roots: Vec<PathBuf>,
 }
 
 impl SessionSettings {
@@ -45,6 +47,7 @@ impl SessionSettings {
             turn_timeout: Duration::from_secs(codex.turn_timeout_secs),
             approval_timeout: Duration::from_secs(codex.approval_timeout_secs),
             max_queued: codex.max_queued_messages,
+            project_roots: codex.project_roots.clone(),
         }
     }
 }

@@ -14,9 +14,11 @@ use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
 use crate::store::{ChatRecord, RetireReason, Role, StoreError, Usage};
 
+mod choices;
 mod context;
 mod login;
 
+pub use choices::{ChatChoices, Choice, FolderRefusal, resolve_folder};
 pub use context::{Context, SessionError, SessionSettings};
 pub use login::{LOGIN_MISSING, LoginCheck, login_missing};
 
@@ -57,6 +59,8 @@ pub struct Session {
     replacing: Option<String>,
     /// The running turn's text, when storing its start failed: stored when it ends.
     unsaved_start: Option<String>,
+    /// The chat's choices of model, effort and folder, once read.
+    choices: Option<ChatChoices>,
 }
 
 impl Session {
@@ -67,6 +71,7 @@ impl Session {
             live: None,
             replacing: None,
             unsaved_start: None,
+            choices: None,
         }
     }
 
@@ -76,6 +81,7 @@ impl Session {
 
     /// Starts a turn with the user's text, attaching to the chat's thread first.
     pub async fn start_turn(&mut self, text: &str) -> Result<StartedTurn, SessionError> {
+        self.choices().await?;
         self.ensure_thread().await?;
         // Until its first turn is stored, a replacement thread still needs the transcript.
         let replaced = self.replacing.is_some();
@@ -84,11 +90,16 @@ impl Session {
             false => None,
         };
         let inputs: Vec<&str> = seed.as_deref().into_iter().chain([text]).collect();
+        let overrides = self.overrides();
         let live = self
             .live
             .as_ref()
             .expect("ensure_thread leaves a live thread");
-        let turn_id = match live.server.start_turn(&live.thread_id, &inputs).await {
+        let turn_id = match live
+            .server
+            .start_turn(&live.thread_id, &inputs, &overrides)
+            .await
+        {
             // The process lost the thread (restart raced us): resume and try once more.
             Err(CodexError::ThreadNotLoaded(_) | CodexError::ProcessExited) => {
                 self.live = None;
@@ -97,7 +108,9 @@ impl Session {
                     .live
                     .as_ref()
                     .expect("ensure_thread leaves a live thread");
-                live.server.start_turn(&live.thread_id, &inputs).await?
+                live.server
+                    .start_turn(&live.thread_id, &inputs, &overrides)
+                    .await?
             }
             other => other?,
         };
@@ -323,6 +336,9 @@ impl Session {
     /// The chat's working directory, created if missing by the app-server itself (so it
     /// belongs to the user Codex runs as, on the machine Codex runs on).
     async fn working_directory(&self, server: &AppServer) -> Result<PathBuf, SessionError> {
+        if let Some(folder) = self.chosen_folder() {
+            return Ok(folder.to_owned());
+        }
         let settings = &self.ctx.settings;
         let path = match settings.workspace_mode {
             WorkspaceMode::Shared => settings.workspace.clone(),

@@ -10,10 +10,12 @@ use tracing::instrument;
 use crate::chat::ChatKey;
 use crate::hygiene::CompactionOutcome;
 
+mod choices;
 mod offsets;
 mod records;
 mod transcript;
 
+pub use choices::{ChatChoices, Choice};
 pub use records::{ChatRecord, RetireReason, Role, Usage};
 use transcript::insert_transcript;
 
@@ -340,6 +342,33 @@ mod tests {
 
     fn key(name: &str) -> ChatKey {
         ChatKey::new(Platform::Console, name)
+    }
+
+    #[tokio::test]
+    async fn choices_outlive_a_new_thread_and_a_reopen() {
+        let (dir, store) = fresh().await;
+        let chat = key("c");
+        assert_eq!(store.choices(&chat).await.unwrap(), ChatChoices::default());
+        store
+            .set_choice(&chat, Choice::Model, Some("m1"))
+            .await
+            .unwrap();
+        store.set_thread(&chat, "/w/c", "t1", None).await.unwrap();
+        store
+            .set_choice(&chat, Choice::Folder, Some("/p/x"))
+            .await
+            .unwrap();
+        store.retire_thread(&chat, RetireReason::New).await.unwrap();
+        store.close().await;
+        let store = Store::open(&dir.path().join("nested/gateway.db"))
+            .await
+            .unwrap();
+        let choices = store.choices(&chat).await.unwrap();
+        assert_eq!(choices.model.as_deref(), Some("m1"));
+        assert_eq!(choices.folder.as_deref(), Some("/p/x"));
+        assert_eq!(choices.effort, None);
+        store.set_choice(&chat, Choice::Model, None).await.unwrap();
+        assert_eq!(store.choices(&chat).await.unwrap().model, None);
     }
 
     #[tokio::test]

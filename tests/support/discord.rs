@@ -187,12 +187,21 @@ impl FakeDiscord {
 
     /// A slash command from `author` in `channel`.
     pub fn slash(&self, channel: u64, author: u64, name: &str) {
+        self.slash_with(channel, author, name, &[]);
+    }
+
+    /// A slash command with string options, given as (name, value).
+    pub fn slash_with(&self, channel: u64, author: u64, name: &str, options: &[(&str, &str)]) {
         let id = self.next_id();
+        let options: Vec<Value> = options
+            .iter()
+            .map(|(name, value)| json!({"name": name, "type": 3, "value": value}))
+            .collect();
         self.dispatch(
             "INTERACTION_CREATE",
             json!({
                 "id": id.to_string(), "application_id": APP_ID.to_string(), "type": 2,
-                "data": {"id": "1", "name": name, "type": 1},
+                "data": {"id": "1", "name": name, "type": 1, "options": options},
                 "guild_id": GUILD.to_string(), "channel_id": channel.to_string(),
                 "member": member(author, &[]), "token": format!("cmd-token-{id}"), "version": 1,
                 "app_permissions": "0", "locale": "en-US", "entitlements": [],

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serenity::all::{
-    ChannelId, ChannelType, ClientBuilder, CommandInteraction, ComponentInteraction, Context,
-    CreateCommand, CreateInteractionResponse, CreateInteractionResponseMessage, EventHandler,
-    GatewayIntents, GuildId, HttpBuilder, Interaction, Message, MessageType, Ready,
+    ChannelId, ChannelType, ClientBuilder, CommandInteraction, CommandOptionType,
+    ComponentInteraction, Context, CreateCommand, CreateCommandOption, CreateInteractionResponse,
+    CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildId, HttpBuilder,
+    Interaction, Message, MessageType, Ready,
 };
 use serenity::async_trait;
 use serenity::http::Http;
@@ -192,7 +193,17 @@ impl EventHandler for Handler {
 async fn register_commands(http: &Http, guild_ids: &[u64]) {
     let commands: Vec<CreateCommand> = command::MENU
         .iter()
-        .map(|(name, description)| CreateCommand::new(*name).description(*description))
+        .map(|(name, description)| {
+            let command = CreateCommand::new(*name).description(*description);
+            let argument = command::ARGUMENTS.iter().find(|(c, _, _)| c == name);
+            match argument {
+                Some((_, option, what)) => command.add_option(
+                    CreateCommandOption::new(CommandOptionType::String, *option, *what)
+                        .required(false),
+                ),
+                None => command,
+            }
+        })
         .collect();
     let registered = if guild_ids.is_empty() {
         serenity::all::Command::set_global_commands(http, commands)
@@ -327,7 +338,12 @@ impl Intake {
         // Dispatched first, so the command keeps its place before later messages; its
         // answer edits the deferred response once the deferral is through (see delivery).
         let chat = chat_key(command.channel_id);
-        let text = format!("/{}", command.data.name);
+        // The option's value follows the name, as a person would type it.
+        let argument = command.data.options.iter().find_map(|o| o.value.as_str());
+        let text = match argument {
+            Some(argument) => format!("/{} {argument}", command.data.name),
+            None => format!("/{}", command.data.name),
+        };
         let user = command.user.name.clone();
         let (slot, deferred) = self.commands.hold(command.clone());
         self.dispatch(command.id.get(), chat, user, text, Some(slot));

@@ -4,6 +4,7 @@
 //! message is queued and handled, in order, after the turn ends (never dropped).
 //! Each command has its own handler module; following a turn is `follow`.
 
+mod choices;
 mod compact;
 mod follow;
 mod message;
@@ -147,6 +148,17 @@ impl Actor {
             Input::Command(Command::Stop) => replies.notice(texts::NOTHING_RUNNING),
             Input::Command(Command::New) => self.start_over(&replies).await,
             Input::Command(Command::Compact) => self.compact(&replies).await,
+            Input::Command(Command::Model) => {
+                self.model(&replies, command::argument(&inbound.text)).await
+            }
+            Input::Command(Command::Effort) => {
+                self.effort(&replies, command::argument(&inbound.text))
+                    .await
+            }
+            Input::Command(Command::Cwd) => {
+                self.cwd(&replies, command::argument(&inbound.text)).await
+            }
+            Input::Command(Command::Usage) => self.usage(&replies).await,
             Input::Text(text) => self.turn(&replies, text).await,
         }
     }

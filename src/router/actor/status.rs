@@ -1,9 +1,9 @@
-//! `/status`: the chat's thread, usage, model and working directory.
+//! `/status`: the chat's thread, usage, model, effort and working directory.
 
 use super::Actor;
 
 impl Actor {
-    pub(super) async fn status(&self) -> String {
+    pub(super) async fn status(&mut self) -> String {
         let record = match self.session.record().await {
             Ok(record) => record,
             Err(error) => return format!("Status unavailable: {error}"),
@@ -17,21 +17,37 @@ impl Actor {
         let mut lines = vec![format!("Thread: {thread}")];
         if let Some(record) = &record {
             lines.push(format!("Turns: {}", record.turns));
-            lines.push(match (record.last_tokens, record.context_window) {
-                (Some(used), Some(limit)) if limit > 0 => {
-                    format!("Context: {used} / {limit} tokens ({}%)", used * 100 / limit)
-                }
-                (Some(used), _) => format!("Context: {used} tokens"),
-                _ => "Context: no usage reported yet".to_owned(),
-            });
+            lines.push(self.context_line().await);
             if let Some(total) = record.total_tokens {
                 lines.push(format!("Tokens used by this thread: {total}"));
             }
-            lines.push(format!("Working directory: {}", record.cwd));
         }
-        let model = self.ctx.settings.model.as_deref();
-        let model = model.unwrap_or("Codex's configured default");
+        let choices = self.session.choices().await.unwrap_or_default();
+        let folder = choices.folder.or_else(|| {
+            let cwd = record.as_ref().map(|r| r.cwd.clone());
+            cwd.filter(|cwd| !cwd.is_empty())
+        });
+        let folder = folder.unwrap_or_else(|| "set when the first thread starts".into());
+        lines.push(format!("Working directory: {folder}"));
+        let model = choices.model.or_else(|| self.ctx.settings.model.clone());
+        let model = model.unwrap_or_else(|| "Codex's configured default".into());
         lines.push(format!("Model: {model}"));
+        let effort = choices
+            .effort
+            .unwrap_or_else(|| "the model's default".into());
+        lines.push(format!("Reasoning effort: {effort}"));
         lines.join("\n")
+    }
+
+    /// How full the thread's context is, as the latest turn left it.
+    pub(super) async fn context_line(&self) -> String {
+        let record = self.session.record().await.ok().flatten();
+        match record.map(|r| (r.last_tokens, r.context_window)) {
+            Some((Some(used), Some(limit))) if limit > 0 => {
+                format!("Context: {used} / {limit} tokens ({}%)", used * 100 / limit)
+            }
+            Some((Some(used), _)) => format!("Context: {used} tokens"),
+            _ => "Context: no usage reported yet".to_owned(),
+        }
     }
 }

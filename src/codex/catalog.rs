@@ -1,0 +1,162 @@
+//! What Codex offers a chat to choose from and to know: its models with their reasoning
+//! efforts (`model/list`), and the account's rate-limit windows (`account/rateLimits/read`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::error::CodexError;
+use super::process::AppServer;
+
+/// One model Codex offers.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    pub id: String,
+    #[serde(default)]
+    pub display_name: String,
+    #[serde(default)]
+    pub hidden: bool,
+    #[serde(default)]
+    pub is_default: bool,
+    #[serde(default)]
+    pub default_reasoning_effort: Option<String>,
+    #[serde(default)]
+    pub supported_reasoning_efforts: Vec<EffortOption>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EffortOption {
+    pub reasoning_effort: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+impl ModelInfo {
+    pub fn efforts(&self) -> impl Iterator<Item = &str> {
+        self.supported_reasoning_efforts
+            .iter()
+            .map(|e| e.reasoning_effort.as_str())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelPage {
+    data: Vec<ModelInfo>,
+    next_cursor: Option<String>,
+}
+
+/// One rate-limit window of the account: how much of it is used and when it resets.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RateLimitWindow {
+    pub used_percent: i64,
+    /// Unix seconds.
+    pub resets_at: Option<i64>,
+    pub window_duration_mins: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct RateLimits {
+    pub primary: Option<RateLimitWindow>,
+    pub secondary: Option<RateLimitWindow>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RateLimitsReply {
+    rate_limits: Option<RateLimits>,
+}
+
+/// A turn's overrides of the thread's settings (`turn/start` keeps them for later turns).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// More pages than any catalog has: a bound, not a limit anyone meets.
+const MAX_MODEL_PAGES: usize = 10;
+
+impl AppServer {
+    /// Every model Codex offers, hidden ones included (a chat may ask for one by name).
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, CodexError> {
+        let mut models = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_MODEL_PAGES {
+            let mut params = json!({"includeHidden": true});
+            if let Some(cursor) = &cursor {
+                params["cursor"] = json!(cursor);
+            }
+            let page: ModelPage = self.request_within("model/list", params, QUICK).await?;
+            models.extend(page.data);
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(models)
+    }
+
+    /// The account's rate-limit windows; `Ok(None)` when the provider reports none.
+    pub async fn rate_limits(&self) -> Result<Option<RateLimits>, CodexError> {
+        let reply: Result<RateLimitsReply, _> = self
+            .request_within("account/rateLimits/read", Value::Null, QUICK)
+            .await;
+        match reply {
+            Ok(reply) => Ok(reply.rate_limits),
+            // Codex answers "authentication required" when the login has no limits to read.
+            Err(CodexError::Rpc { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// How long a question a person is waiting on may take.
+const QUICK: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_catalog_and_the_limits_as_codex_sends_them() {
+        let page: ModelPage = serde_json::from_value(
+            json!({"data": [{"id": "gpt-5.1-codex", "model": "gpt-5.1-codex",
+            "displayName": "GPT-5.1 Codex", "description": "", "hidden": false, "isDefault": true,
+            "defaultReasoningEffort": "medium", "supportedReasoningEfforts": [
+                {"reasoningEffort": "low", "description": "fast"},
+                {"reasoningEffort": "high", "description": "deep"}]}], "nextCursor": null}),
+        )
+        .unwrap();
+        let efforts: Vec<_> = page.data[0].efforts().collect();
+        assert_eq!(efforts, ["low", "high"]);
+        let limits: RateLimitsReply = serde_json::from_value(json!({"rateLimits": {
+            "primary": {"usedPercent": 42, "resetsAt": 1_800_000_000, "windowDurationMins": 300},
+            "secondary": null}}))
+        .unwrap();
+        let primary = limits.rate_limits.unwrap().primary.unwrap();
+        assert_eq!(
+            (primary.used_percent, primary.window_duration_mins),
+            (42, Some(300))
+        );
+    }
+
+    #[test]
+    fn only_chosen_overrides_are_sent() {
+        let overrides = TurnOverrides {
+            model: Some("m".into()),
+            ..TurnOverrides::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&overrides).unwrap(),
+            json!({"model": "m"})
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! A chat's own model, reasoning effort and folder (`/model`, `/effort`, `/cwd`), and
+//! `/usage`, against the real app-server and the fake model: a choice reaches the next
+//! model request, survives a restart and `/new`, and a bad one changes nothing.
+
+mod support;
+
+use support::{Chat, TestEnv};
+
+/// The choices a listing notice offers ("Choices: a (default), b, c").
+fn listed(notice: &str, prefix: &str) -> Vec<String> {
+    let line = notice.lines().find_map(|l| l.strip_prefix(prefix)).unwrap();
+    let line = line.split_once(": ").map_or(line, |(_, list)| list);
+    line.split(", ")
+        .map(|item| item.trim_end_matches(" (default)").to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_and_effort_reach_the_model_and_outlive_a_restart_and_new() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("chooser");
+
+    chat.send(&app, "/model");
+    let listing = chat.notice("Choices:").await;
+    let models = listed(&listing, "Choices: ");
+    assert!(models.len() > 1, "{listing}");
+    let model = models.last().unwrap().clone();
+    chat.send(&app, &format!("/model {model}"));
+    chat.notice("from the next turn on").await;
+    chat.ask(&app, "first with a chosen model").await;
+    let request = env.model.request_for("first with a chosen model");
+    assert_eq!(request.body["model"], model.as_str());
+
+    chat.send(&app, "/effort");
+    let listing = chat.notice("Choices for").await;
+    let levels = listed(&listing, "Choices for ");
+    let level = levels.first().unwrap().clone();
+    chat.send(&app, &format!("/effort {level}"));
+    chat.notice("effort from the next turn on").await;
+    chat.send(&app, "/effort extreme-thinking");
+    chat.notice("has no extreme-thinking effort; nothing changed")
+        .await;
+    chat.send(&app, "/model no-such-model");
+    chat.notice("There is no model no-such-model here; nothing changed")
+        .await;
+    chat.ask(&app, "second with an effort").await;
+    let request = env.model.request_for("second with an effort");
+    assert_eq!(request.body["model"], model.as_str());
+    assert_eq!(request.body["reasoning"]["effort"], level.as_str());
+
+    env.shut_down(app).await;
+    let app = env.start().await;
+    let mut chat = Chat::new("chooser");
+    chat.ask(&app, "after a restart").await;
+    let request = env.model.request_for("after a restart");
+    assert_eq!(request.body["model"], model.as_str(), "lost over a restart");
+    assert_eq!(request.body["reasoning"]["effort"], level.as_str());
+
+    chat.send(&app, "/new");
+    chat.notice("new conversation").await;
+    chat.ask(&app, "on a fresh thread").await;
+    let request = env.model.request_for("on a fresh thread");
+    assert_eq!(request.body["model"], model.as_str(), "lost by /new");
+    chat.send(&app, "/status");
+    let status = chat.notice("Model:").await;
+    assert!(status.contains(&format!("Model: {model}")), "{status}");
+    assert!(
+        status.contains(&format!("Reasoning effort: {level}")),
+        "{status}"
+    );
+
+    // Another chat keeps the default.
+    let mut other = Chat::new("other");
+    other.ask(&app, "someone else").await;
+    assert_ne!(
+        env.model.request_for("someone else").body["model"],
+        model.as_str()
+    );
+    env.shut_down(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cwd_moves_the_chat_inside_the_project_roots_only() {
+    let env = TestEnv::new().await;
+    let root = env.dir.path().join("projects");
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::write(root.join("app/marker.txt"), "cwd-heron-31").unwrap();
+    let mut config = env.config();
+    config.codex.project_roots = vec![root.clone()];
+    let app = codex_gateway::App::start(&config).await.unwrap();
+    let mut chat = Chat::new("mover");
+
+    chat.send(&app, "/cwd");
+    let shown = chat.notice("Folder:").await;
+    assert!(shown.contains(&root.display().to_string()), "{shown}");
+    chat.send(&app, "/cwd /etc");
+    chat.notice("not allowed: /etc is outside the project roots; nothing changed")
+        .await;
+    chat.send(&app, "/cwd ../..");
+    chat.notice("not allowed: ../.. is outside the project roots")
+        .await;
+    chat.send(&app, "/cwd app");
+    chat.notice("works in").await;
+
+    let said = chat.ask(&app, "run: pwd && cat marker.txt").await;
+    let app_folder = std::fs::canonicalize(root.join("app")).unwrap();
+    assert!(said.contains(&app_folder.display().to_string()), "{said}");
+    assert!(said.contains("cwd-heron-31"), "{said}");
+    let request = env.model.request_for("run: pwd");
+    assert!(
+        request
+            .text()
+            .contains(&format!("<cwd>{}</cwd>", app_folder.display())),
+        "the model was not told the folder"
+    );
+    env.shut_down(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_answers_at_once_when_the_provider_reports_no_limits() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("usage");
+    chat.ask(&app, "use a little context").await;
+    let asked = std::time::Instant::now();
+    chat.send(&app, "/usage");
+    let usage = chat.notice("Context:").await;
+    assert!(usage.contains("no rate limits"), "{usage}");
+    assert!(usage.contains("Context: 110 / "), "{usage}");
+    println!("/usage answered in {:?}", asked.elapsed());
+    env.shut_down(app).await;
+}
