@@ -131,3 +131,33 @@ async fn usage_answers_at_once_when_the_provider_reports_no_limits() {
     println!("/usage answered in {:?}", asked.elapsed());
     env.shut_down(app).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_continues_another_chats_thread_with_its_context() {
+    let env = TestEnv::new().await;
+    std::fs::write(env.workspace().join("notes.txt"), "resume-ibis-77").unwrap();
+    let app = env.start().await;
+    let mut reader = Chat::new("reader");
+    reader.ask(&app, "read file notes.txt").await;
+    let thread = support::stored_thread(&app, &reader).await.unwrap();
+
+    let mut other = Chat::new("other");
+    other.send(&app, "/threads");
+    let listing = other.notice("Threads, newest first").await;
+    let short = &thread[..8];
+    assert!(
+        listing.contains(&format!("{short}  read file notes.txt")),
+        "{listing}"
+    );
+
+    other.send(&app, "/resume no-such-thread");
+    other
+        .notice("No thread no-such-thread found; nothing changed.")
+        .await;
+    other.send(&app, &format!("/resume {short}"));
+    other.notice(&format!("continues thread {thread}")).await;
+    let said = other.ask(&app, "what did you just read?").await;
+    assert!(said.contains("resume-ibis-77"), "{said}");
+    assert_eq!(support::stored_thread(&app, &other).await, Some(thread));
+    env.shut_down(app).await;
+}

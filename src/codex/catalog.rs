@@ -119,7 +119,7 @@ impl AppServer {
 }
 
 /// How long a question a person is waiting on may take.
-const QUICK: std::time::Duration = std::time::Duration::from_secs(10);
+pub(super) const QUICK: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {

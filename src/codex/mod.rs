@@ -8,6 +8,7 @@ mod protocol;
 mod run_as;
 mod spawn;
 mod supervisor;
+mod threads;
 mod wire;
 
 pub use catalog::{ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
@@ -21,4 +22,5 @@ pub use protocol::{
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::Codex;
+pub use threads::{ThreadPage, ThreadSummary};
 pub use wire::{ApprovalResponder, ThreadEvent};

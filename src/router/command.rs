@@ -14,6 +14,8 @@ pub enum Command {
     Effort,
     Cwd,
     Usage,
+    Threads,
+    Resume,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +40,8 @@ pub const MENU: &[(&str, &str)] = &[
     ("effort", "Show or choose the model's reasoning effort"),
     ("cwd", "Show or move this chat's folder"),
     ("usage", "Rate limits and this chat's context use"),
+    ("threads", "Recent Codex threads on this machine"),
+    ("resume", "Continue a listed thread in this chat"),
     ("help", "What this bot does"),
 ];
 
@@ -51,6 +55,12 @@ pub const ARGUMENTS: &[(&str, &str, &str)] = &[
         "The reasoning effort to use from the next turn on",
     ),
     ("cwd", "folder", "A folder inside the project roots"),
+    ("threads", "page", "Which page of threads (1 is the newest)"),
+    (
+        "resume",
+        "id",
+        "A thread id from /threads, or its first characters",
+    ),
 ];
 
 pub const HELP: &str = "Talk to Codex: every message goes to this chat's Codex thread, \
@@ -63,6 +73,8 @@ which lasts until /new.\n\
 /effort [LEVEL] - the model's reasoning effort and the choices; with a level, use it\n\
 /cwd [DIR] - this chat's folder; with a folder inside the project roots, move there\n\
 /usage - the account's rate limits and this chat's context use\n\
+/threads [PAGE] - recent Codex threads here, the terminal's and IDE's included\n\
+/resume ID - continue that thread in this chat (the current one stays in the history)\n\
 /help - this text\n\
 Your choices of model, effort and folder are kept across restarts and /new.";
 
@@ -96,6 +108,8 @@ pub fn parse(text: &str) -> Input<'_> {
         "effort" => Command::Effort,
         "cwd" => Command::Cwd,
         "usage" => Command::Usage,
+        "threads" => Command::Threads,
+        "resume" => Command::Resume,
         _ => return Input::UnknownCommand(first_word),
     };
     Input::Command(command)
@@ -146,6 +160,8 @@ mod tests {
             ("/effort", Input::Command(Command::Effort)),
             ("/cwd ../x", Input::Command(Command::Cwd)),
             ("/usage", Input::Command(Command::Usage)),
+            ("/threads 2", Input::Command(Command::Threads)),
+            ("/resume 019a", Input::Command(Command::Resume)),
             ("/frobnicate", Input::UnknownCommand("/frobnicate")),
             ("/frob@bot x", Input::UnknownCommand("/frob@bot")),
             (

@@ -17,10 +17,12 @@ use crate::store::{ChatRecord, RetireReason, Role, StoreError, Usage};
 mod choices;
 mod context;
 mod login;
+mod threads;
 
 pub use choices::{ChatChoices, Choice, FolderRefusal, resolve_folder};
 pub use context::{Context, SessionError, SessionSettings};
 pub use login::{LOGIN_MISSING, LoginCheck, login_missing};
+pub use threads::ThreadMatch;
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
 const SEED_ENTRIES: i64 = 20;

@@ -197,7 +197,7 @@ fn window_line(window: &RateLimitWindow, now: i64) -> String {
 }
 
 /// "2 h 10 min", "3 d 4 h", "45 s".
-fn duration_words(seconds: i64) -> String {
+pub(super) fn duration_words(seconds: i64) -> String {
     let (days, hours, minutes) = (
         seconds / 86_400,
         seconds % 86_400 / 3600,
@@ -211,7 +211,7 @@ fn duration_words(seconds: i64) -> String {
     }
 }
 
-fn unix_now() -> i64 {
+pub(super) fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

@@ -10,6 +10,7 @@ mod follow;
 mod message;
 mod new;
 mod status;
+mod threads;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -159,6 +160,14 @@ impl Actor {
                 self.cwd(&replies, command::argument(&inbound.text)).await
             }
             Input::Command(Command::Usage) => self.usage(&replies).await,
+            Input::Command(Command::Threads) => {
+                self.threads(&replies, command::argument(&inbound.text))
+                    .await
+            }
+            Input::Command(Command::Resume) => {
+                self.resume(&replies, command::argument(&inbound.text))
+                    .await
+            }
             Input::Text(text) => self.turn(&replies, text).await,
         }
     }
