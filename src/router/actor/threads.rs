@@ -106,7 +106,7 @@ mod tests {
         };
         assert_eq!(
             thread_line(&thread, 1_000 + 7_800),
-            "019a2b3c  read file notes.txt please and then tell me every…  2 h 10 min ago  /w/app"
+            "019a2b3c  read file notes.txt please and then tell me eve…  2 h 10 min ago  /w/app"
         );
         let named = ThreadSummary {
             name: Some("Parser fix".into()),
