@@ -73,7 +73,8 @@ async fn channel_conversation_survives_a_restart() {
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     let expected = [
-        "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "help",
+        "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
+        "help",
     ];
     assert_eq!(names, expected);
     // A command that takes an argument offers it as an optional string option.

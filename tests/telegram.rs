@@ -63,7 +63,8 @@ async fn dm_conversation_survives_a_restart() {
         .map(|c| c["command"].as_str().unwrap().to_owned())
         .collect();
     let expected = [
-        "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "help",
+        "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
+        "help",
     ];
     assert_eq!(names, expected);
     assert!(
