@@ -59,6 +59,9 @@ pub struct CodexConfig {
     pub workspace: PathBuf,
     /// Absolute folders a chat may move to with `/cwd` (empty: `/cwd` only shows).
     pub project_roots: Vec<PathBuf>,
+    /// Chats whose folder is fixed, by the key `/status` shows ("discord:123"): a channel
+    /// that *is* a repository.
+    pub chat_folders: BTreeMap<String, PathBuf>,
     pub workspace_mode: WorkspaceMode,
     /// Model slug for new and resumed threads; unset uses Codex's configured model.
     pub model: Option<String>,
@@ -87,6 +90,7 @@ impl Default for CodexConfig {
             home: None,
             run_as: None,
             project_roots: Vec::new(),
+            chat_folders: BTreeMap::new(),
             config: Vec::new(),
             env: BTreeMap::new(),
             workspace: PathBuf::from("workspace"),

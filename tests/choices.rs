@@ -161,3 +161,35 @@ async fn resume_continues_another_chats_thread_with_its_context() {
     assert_eq!(support::stored_thread(&app, &other).await, Some(thread));
     env.shut_down(app).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_with_a_fixed_folder_works_there_and_cannot_move() {
+    let env = TestEnv::new().await;
+    let repository = env.dir.path().join("repository");
+    std::fs::create_dir_all(&repository).unwrap();
+    std::fs::write(repository.join("README"), "fixed-egret-12").unwrap();
+    let mut config = env.config();
+    config.codex.project_roots = vec![env.dir.path().to_owned()];
+    config
+        .codex
+        .chat_folders
+        .insert("console:repo-room".into(), repository.clone());
+    let app = codex_gateway::App::start(&config).await.unwrap();
+    let mut chat = Chat::new("repo-room");
+    let said = chat.ask(&app, "run: pwd && cat README").await;
+    assert!(said.contains(&repository.display().to_string()), "{said}");
+    assert!(said.contains("fixed-egret-12"), "{said}");
+    chat.send(&app, "/cwd workspace");
+    chat.notice("fixed to").await;
+    chat.send(&app, "/status");
+    let status = chat.notice("Working directory:").await;
+    assert!(
+        status.contains(&format!("Working directory: {}", repository.display())),
+        "{status}"
+    );
+    // Other chats keep the workspace.
+    let mut other = Chat::new("elsewhere");
+    let said = other.ask(&app, "run: pwd").await;
+    assert!(!said.contains("repository"), "{said}");
+    env.shut_down(app).await;
+}

@@ -89,16 +89,23 @@ impl Session {
     pub(super) fn overrides(&self) -> TurnOverrides {
         let choices = self.choices.clone().unwrap_or_default();
         TurnOverrides {
+            cwd: self.chosen_folder().map(|f| f.display().to_string()),
             model: choices.model,
             effort: choices.effort,
-            cwd: choices.folder,
         }
     }
 
-    /// The folder the chat chose, if any.
+    /// The folder the config fixes for this chat, if it does.
+    pub fn fixed_folder(&self) -> Option<&Path> {
+        let folders = &self.ctx.settings.chat_folders;
+        folders.get(&self.chat.to_string()).map(PathBuf::as_path)
+    }
+
+    /// The chat's folder when it is not the workspace default: fixed by the config, else
+    /// chosen with `/cwd`.
     pub(super) fn chosen_folder(&self) -> Option<&Path> {
-        let choices = self.choices.as_ref()?;
-        choices.folder.as_deref().map(Path::new)
+        let chosen = self.choices.as_ref().and_then(|c| c.folder.as_deref());
+        self.fixed_folder().or(chosen.map(Path::new))
     }
 }
 

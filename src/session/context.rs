@@ -34,6 +34,8 @@ pub struct SessionSettings {
     pub max_queued: usize,
     /// Folders a chat may move to with `/cwd` (empty: it only shows its folder).
     pub project_roots: Vec<PathBuf>,
+    /// Folders fixed per chat key by the config.
+    pub chat_folders: std::collections::BTreeMap<String, PathBuf>,
 }
 
 impl SessionSettings {
@@ -48,6 +50,7 @@ impl SessionSettings {
             approval_timeout: Duration::from_secs(codex.approval_timeout_secs),
             max_queued: codex.max_queued_messages,
             project_roots: codex.project_roots.clone(),
+            chat_folders: codex.chat_folders.clone(),
         }
     }
 }

@@ -98,6 +98,15 @@ impl Actor {
     }
 
     pub(super) async fn cwd(&mut self, replies: &Replies<'_>, dir: &str) {
+        if let Some(fixed) = self.session.fixed_folder() {
+            let fixed = fixed.display();
+            return replies.notice(match dir.is_empty() {
+                true => format!("Folder: {fixed} (fixed for this chat by codex.chat_folders)"),
+                false => format!(
+                    "This chat's folder is fixed to {fixed} by codex.chat_folders; nothing changed."
+                ),
+            });
+        }
         let roots = self.session.project_roots().to_vec();
         if dir.is_empty() {
             let folder = match self.session.choices().await {

@@ -14,7 +14,7 @@ impl Actor {
             (_, Some(stored)) => format!("{stored} (stored; resumed on the next message)"),
             _ => "none yet (the next message starts one)".to_owned(),
         };
-        let mut lines = vec![format!("Thread: {thread}")];
+        let mut lines = vec![format!("Chat: {}", self.chat), format!("Thread: {thread}")];
         if let Some(record) = &record {
             lines.push(format!("Turns: {}", record.turns));
             lines.push(self.context_line().await);
@@ -23,7 +23,8 @@ impl Actor {
             }
         }
         let choices = self.session.choices().await.unwrap_or_default();
-        let folder = choices.folder.or_else(|| {
+        let fixed = self.session.fixed_folder().map(|f| f.display().to_string());
+        let folder = fixed.or(choices.folder).or_else(|| {
             let cwd = record.as_ref().map(|r| r.cwd.clone());
             cwd.filter(|cwd| !cwd.is_empty())
         });
