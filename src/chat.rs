@@ -76,6 +76,10 @@ pub struct Inbound {
     pub answer_slot: Option<AnswerSlot>,
     /// Whether the platform can show approval prompts (and so answer Codex's requests).
     pub can_approve: bool,
+    /// A direct conversation with the bot, not a group or a channel.
+    pub private: bool,
+    /// The sender may log Codex in and out (`/login`, `/logout`).
+    pub admin: bool,
 }
 
 /// A platform's handle for the place one message's answer goes; opaque to the router.

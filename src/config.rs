@@ -182,6 +182,9 @@ pub struct TelegramConfig {
     /// Telegram user ids allowed to talk to the bot and to answer approval prompts.
     #[serde(deserialize_with = "id_list")]
     pub allowed_users: Vec<i64>,
+    /// Users who may log Codex in and out from a DM; empty: the first allowed user.
+    #[serde(deserialize_with = "id_list")]
+    pub admins: Vec<i64>,
     /// Chats (groups) whose members may all talk to the bot.
     #[serde(deserialize_with = "id_list")]
     pub allowed_chats: Vec<i64>,
@@ -204,6 +207,7 @@ impl Default for TelegramConfig {
             token_file: None,
             api_url: "https://api.telegram.org".into(),
             allowed_users: Vec::new(),
+            admins: Vec::new(),
             allowed_chats: Vec::new(),
             group_threads: GroupThreads::PerChat,
             edit_interval_ms: 1000,
@@ -234,6 +238,9 @@ pub struct DiscordConfig {
     /// User ids allowed to talk to the bot and to answer approval prompts.
     #[serde(deserialize_with = "id_list")]
     pub allowed_users: Vec<u64>,
+    /// Users who may log Codex in and out from a DM; empty: the first allowed user.
+    #[serde(deserialize_with = "id_list")]
+    pub admins: Vec<u64>,
     /// Role ids whose members are allowed too.
     #[serde(deserialize_with = "id_list")]
     pub allowed_roles: Vec<u64>,
@@ -259,6 +266,7 @@ impl Default for DiscordConfig {
             application_id: None,
             api_url: None,
             allowed_users: Vec::new(),
+            admins: Vec::new(),
             allowed_roles: Vec::new(),
             channels: Vec::new(),
             guild_ids: Vec::new(),
@@ -430,6 +438,15 @@ impl Config {
             .into_iter()
             .flatten()
             .collect()
+    }
+}
+
+/// Whether `user` is an admin: listed in `admins`, or, with none listed, the first
+/// allowed user.
+pub fn is_admin<T: PartialEq>(admins: &[T], allowed_users: &[T], user: &T) -> bool {
+    match admins.is_empty() {
+        true => allowed_users.first() == Some(user),
+        false => admins.contains(user),
     }
 }
 

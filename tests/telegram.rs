@@ -11,6 +11,7 @@ use support::telegram::{BOT_USERNAME, FakeTelegram, visible_text};
 use support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 
 const ALICE: i64 = 1001;
+const BOB: i64 = 1002;
 const MALLORY: i64 = 2002;
 const STRANGER: i64 = 3003;
 const GROUP: i64 = -100500;
@@ -64,7 +65,7 @@ async fn dm_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "help",
+        "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     assert!(
@@ -703,5 +704,21 @@ async fn a_stopped_intake_is_started_again_and_health_shows_it() {
     tg.wait_for_text(ALICE, |t| t == "Echo: are you back?")
         .await;
     assert_eq!(support::http_get(port, "/healthz").await.0, 200);
+    gateway.stop().await;
+}
+
+/// `/login` and `/logout` are for admins (by default the first allowed user), and only in
+/// a direct message: a code shown in a group is anyone's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_is_for_admins_in_direct_messages() {
+    let (_env, tg, mut config) = setup().await;
+    config.telegram.allowed_users = vec![ALICE, BOB];
+    let gateway = Gateway::start(&config);
+    tg.group_message(GROUP, ALICE, &format!("/login@{BOT_USERNAME}"), None);
+    tg.wait_for_text(GROUP, |t| t.contains("from a direct message with the bot"))
+        .await;
+    tg.dm(BOB, "/logout");
+    tg.wait_for_text(BOB, |t| t.contains("Only the bot's admins"))
+        .await;
     gateway.stop().await;
 }

@@ -2,6 +2,7 @@
 
 mod catalog;
 mod error;
+mod login;
 mod orphans;
 mod process;
 mod protocol;
@@ -13,6 +14,7 @@ mod wire;
 
 pub use catalog::{ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
 pub use error::CodexError;
+pub use login::{DeviceLogin, LoginOutcome, PendingLogin};
 pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;
 pub use protocol::{

@@ -60,6 +60,7 @@ impl AppServer {
             kill: Mutex::new(Some(kill_tx)),
             request_timeout: spec.request_timeout,
             file_changes: Mutex::new(HashMap::new()),
+            account_events: tokio::sync::broadcast::Sender::new(8),
         });
         tokio::spawn(write_lines(stdin, outgoing_rx));
         tokio::spawn(read_lines(stdout, shared.clone()));
@@ -92,6 +93,11 @@ impl AppServer {
 
     pub fn pid(&self) -> Option<u32> {
         self.shared.pid
+    }
+
+    /// Account notifications from now on (`account/login/completed`, ...).
+    pub(super) fn account_events(&self) -> tokio::sync::broadcast::Receiver<(String, Value)> {
+        self.shared.account_events.subscribe()
     }
 
     pub fn is_alive(&self) -> bool {

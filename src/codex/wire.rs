@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
 use super::protocol::{
@@ -68,6 +68,8 @@ pub(super) struct Shared {
     /// Files of the file changes in progress, by item id: their approval requests name
     /// the item only.
     pub(super) file_changes: Mutex<HashMap<String, Vec<ChangedFile>>>,
+    /// Notifications about the account (`account/...`), which belong to no thread.
+    pub(super) account_events: broadcast::Sender<(String, Value)>,
 }
 
 pub(super) async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>) {
@@ -153,6 +155,12 @@ impl Shared {
             (Some(id), None) => self.complete(id, &message),
             (None, Some(method)) => {
                 self.track_file_change(method, params);
+                if method.starts_with("account/") {
+                    // Nobody listening is fine: most account news is only for a waiting /login.
+                    let _ = self
+                        .account_events
+                        .send((method.to_owned(), params.clone()));
+                }
                 if let (Some(thread_id), Some(notification)) =
                     (thread_id_of(params), Notification::parse(method, params))
                 {
@@ -267,6 +275,7 @@ mod tests {
             kill: Mutex::new(None),
             request_timeout: Duration::from_secs(1),
             file_changes: Mutex::new(HashMap::new()),
+            account_events: broadcast::Sender::new(8),
         };
         (shared, written)
     }

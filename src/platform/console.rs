@@ -59,6 +59,9 @@ async fn read_messages(
             reply_to: outbox.clone(),
             answer_slot: None,
             can_approve: false,
+            // The terminal is its owner's.
+            private: true,
+            admin: true,
         });
     }
     Ok(())

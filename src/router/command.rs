@@ -16,6 +16,8 @@ pub enum Command {
     Usage,
     Threads,
     Resume,
+    Login,
+    Logout,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +44,8 @@ pub const MENU: &[(&str, &str)] = &[
     ("usage", "Rate limits and this chat's context use"),
     ("threads", "Recent Codex threads on this machine"),
     ("resume", "Continue a listed thread in this chat"),
+    ("login", "Log Codex in (admins, in a direct message)"),
+    ("logout", "Log Codex out (admins, in a direct message)"),
     ("help", "What this bot does"),
 ];
 
@@ -75,6 +79,7 @@ which lasts until /new.\n\
 /usage - the account's rate limits and this chat's context use\n\
 /threads [PAGE] - recent Codex threads here, the terminal's and IDE's included\n\
 /resume ID - continue that thread in this chat (the current one stays in the history)\n\
+/login, /logout - log Codex in with a device code, or out (admins, in a direct message)\n\
 /help - this text\n\
 Your choices of model, effort and folder are kept across restarts and /new.";
 
@@ -110,6 +115,8 @@ pub fn parse(text: &str) -> Input<'_> {
         "usage" => Command::Usage,
         "threads" => Command::Threads,
         "resume" => Command::Resume,
+        "login" => Command::Login,
+        "logout" => Command::Logout,
         _ => return Input::UnknownCommand(first_word),
     };
     Input::Command(command)
@@ -162,6 +169,8 @@ mod tests {
             ("/usage", Input::Command(Command::Usage)),
             ("/threads 2", Input::Command(Command::Threads)),
             ("/resume 019a", Input::Command(Command::Resume)),
+            ("/login", Input::Command(Command::Login)),
+            ("/logout", Input::Command(Command::Logout)),
             ("/frobnicate", Input::UnknownCommand("/frobnicate")),
             ("/frob@bot x", Input::UnknownCommand("/frob@bot")),
             (

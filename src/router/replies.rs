@@ -8,6 +8,10 @@ pub(super) struct Replies<'a> {
     chat: &'a ChatKey,
     outbox: &'a Outbox,
     pub(super) can_approve: bool,
+    /// From a direct conversation with the bot.
+    pub(super) private: bool,
+    /// From someone who may log Codex in and out.
+    pub(super) admin: bool,
     /// The message's answer slot, until the first notice has used it.
     slot: Mutex<Option<AnswerSlot>>,
 }
@@ -18,6 +22,8 @@ impl<'a> Replies<'a> {
             chat: &inbound.chat,
             outbox: &inbound.reply_to,
             can_approve: inbound.can_approve,
+            private: inbound.private,
+            admin: inbound.admin,
             slot: Mutex::new(inbound.answer_slot),
         }
     }
@@ -32,6 +38,14 @@ impl Replies<'_> {
         });
     }
 
+    /// Where a notice goes that comes long after the message (a login completing).
+    pub(super) fn later(&self) -> LaterNotice {
+        LaterNotice {
+            chat: self.chat.clone(),
+            outbox: self.outbox.clone(),
+        }
+    }
+
     /// A gateway notice; the first one answers the message at its answer slot.
     pub(super) fn notice(&self, text: impl Into<String>) {
         let text = text.into();
@@ -39,5 +53,20 @@ impl Replies<'_> {
             Some(slot) => self.send(OutboundKind::Answer { slot, text }),
             None => self.send(OutboundKind::Notice(text)),
         }
+    }
+}
+
+/// A notice to the chat at some later time, held by a task of its own.
+pub(super) struct LaterNotice {
+    chat: ChatKey,
+    outbox: Outbox,
+}
+
+impl LaterNotice {
+    pub(super) fn send(self, text: String) {
+        let _ = self.outbox.send(Outbound {
+            chat: self.chat,
+            kind: OutboundKind::Notice(text),
+        });
     }
 }

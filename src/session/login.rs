@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::warn;
 
-use crate::codex::{AccountState, AppServer, Codex, SpawnSpec};
+use crate::codex::{
+    AccountState, AppServer, Codex, CodexError, DeviceLogin, PendingLogin, SpawnSpec,
+};
 
 /// The one line that names the problem and its fixes.
 pub const LOGIN_MISSING: &str = "Codex is not logged in, so it cannot answer. Log in on the \
@@ -61,5 +63,25 @@ impl LoginCheck {
             Some(server) => self.refresh(server).await,
             None => true,
         }
+    }
+}
+
+impl super::Session {
+    /// Starts Codex's device-code login; the person then enters the code on the page.
+    pub async fn start_login(&self) -> Result<(DeviceLogin, PendingLogin), CodexError> {
+        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
+        server.start_device_login().await
+    }
+
+    pub async fn logout(&self) -> Result<(), CodexError> {
+        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
+        server.logout().await?;
+        self.ctx.login.refresh(&server).await;
+        Ok(())
+    }
+
+    /// What every chat shares, for work that outlives one message (a login's end).
+    pub fn context(&self) -> std::sync::Arc<super::Context> {
+        self.ctx.clone()
     }
 }

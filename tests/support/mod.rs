@@ -233,6 +233,8 @@ impl Chat {
             reply_to: self.outbox.clone(),
             answer_slot: None,
             can_approve: self.can_approve,
+            private: true,
+            admin: true,
         });
     }
 

@@ -27,7 +27,7 @@ use super::approvals::{self, Pressed, Presser};
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbox, Platform};
-use crate::config::DiscordConfig;
+use crate::config::{DiscordConfig, is_admin};
 use crate::platform;
 use crate::platform::delivery::Pace;
 use crate::router::{Router, command};
@@ -266,8 +266,18 @@ impl Intake {
             return;
         }
         let chat = chat_key(message.channel_id);
-        let user = message.author.name.clone();
-        self.dispatch(message.id.get(), chat, user, text, None);
+        let author = self.author(&message.author, dm);
+        self.dispatch(message.id.get(), chat, author, text, None);
+    }
+
+    /// Who sent a message, and where: in a DM (`private`) or a guild channel.
+    fn author(&self, user: &serenity::all::User, private: bool) -> Author {
+        let config = &self.config;
+        Author {
+            name: user.name.clone(),
+            private,
+            admin: is_admin(&config.admins, &config.allowed_users, &user.id.get()),
+        }
     }
 
     /// Hands a message to the router, in Discord's order (`snowflake` is its id).
@@ -275,7 +285,7 @@ impl Intake {
         &self,
         snowflake: u64,
         chat: ChatKey,
-        user: String,
+        author: Author,
         text: String,
         slot: Option<AnswerSlot>,
     ) {
@@ -284,11 +294,13 @@ impl Intake {
         };
         let inbound = Inbound {
             chat,
-            user,
+            user: author.name,
             text,
             reply_to,
             answer_slot: slot,
             can_approve: true,
+            private: author.private,
+            admin: author.admin,
         };
         self.in_order.dispatch(snowflake, inbound);
     }
@@ -344,9 +356,9 @@ impl Intake {
             Some(argument) => format!("/{} {argument}", command.data.name),
             None => format!("/{}", command.data.name),
         };
-        let user = command.user.name.clone();
+        let author = self.author(&command.user, command.guild_id.is_none());
         let (slot, deferred) = self.commands.hold(command.clone());
-        self.dispatch(command.id.get(), chat, user, text, Some(slot));
+        self.dispatch(command.id.get(), chat, author, text, Some(slot));
         if let Err(error) = command.defer(http).await {
             warn!(%error, "discord: could not defer a slash command");
         }
@@ -373,6 +385,13 @@ impl Intake {
         };
         respond(button.create_response(http, response)).await;
     }
+}
+
+/// The sender of a message, as the router needs to know them.
+struct Author {
+    name: String,
+    private: bool,
+    admin: bool,
 }
 
 fn refusal(user_id: u64) -> String {

@@ -23,7 +23,7 @@ use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
 use crate::chat::{Inbound, Outbox, Platform};
-use crate::config::TelegramConfig;
+use crate::config::{self, TelegramConfig};
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
 use crate::platform::delivery::Pace;
@@ -286,6 +286,12 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         reply_to: outbox.clone(),
         answer_slot: None,
         can_approve: true,
+        private,
+        admin: config::is_admin(
+            &shared.config.admins,
+            &shared.config.allowed_users,
+            &(user_id as i64),
+        ),
     });
 }
 

@@ -7,6 +7,7 @@
 mod choices;
 mod compact;
 mod follow;
+mod login;
 mod message;
 mod new;
 mod status;
@@ -168,6 +169,8 @@ impl Actor {
                 self.resume(&replies, command::argument(&inbound.text))
                     .await
             }
+            Input::Command(Command::Login) => self.login(&replies).await,
+            Input::Command(Command::Logout) => self.logout(&replies).await,
             Input::Text(text) => self.turn(&replies, text).await,
         }
     }

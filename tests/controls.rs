@@ -1,6 +1,7 @@
-//! A chat's own model, reasoning effort and folder (`/model`, `/effort`, `/cwd`), and
-//! `/usage`, against the real app-server and the fake model: a choice reaches the next
-//! model request, survives a restart and `/new`, and a bad one changes nothing.
+//! Chat controls against the real app-server and the fake model: a chat's own model,
+//! reasoning effort and folder (`/model`, `/effort`, `/cwd`, fixed folders), which reach
+//! the next model request, survive a restart and `/new`, and change nothing when bad;
+//! `/usage`, `/threads` and `/resume`; `/login` offline and against a stand-in Codex.
 
 mod support;
 
@@ -192,4 +193,50 @@ async fn a_chat_with_a_fixed_folder_works_there_and_cannot_move() {
     let said = other.ask(&app, "run: pwd").await;
     assert!(!said.contains("repository"), "{said}");
     env.shut_down(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_offline_says_why_at_once() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("admin");
+    let asked = std::time::Instant::now();
+    chat.send(&app, "/login");
+    let said = chat.notice("login could not start").await;
+    println!("/login offline answered in {:?}: {said}", asked.elapsed());
+    env.shut_down(app).await;
+}
+
+/// A stand-in for Codex whose device-code login completes at once: it answers the
+/// requests the gateway makes and then reports the login done.
+const LOGGING_IN_APP_SERVER: &str = r#"#!/usr/bin/env bash
+while IFS= read -r line; do
+  id=${line#*\"id\":}; id=${id%%,*}
+  case $line in
+    *'"method":"initialize"'*) printf '{"id":%s,"result":{"userAgent":"stand-in"}}\n' "$id" ;;
+    *'"method":"account/read"'*) printf '{"id":%s,"result":{"account":null,"requiresOpenaiAuth":false}}\n' "$id" ;;
+    *'"method":"account/login/start"'*)
+      printf '{"id":%s,"result":{"type":"chatgptDeviceCode","loginId":"L1","verificationUrl":"https://auth.example/device","userCode":"ABCD-1234"}}\n' "$id"
+      printf '{"method":"account/login/completed","params":{"loginId":"L1","success":true,"error":null}}\n' ;;
+    *'"id":'*) printf '{"id":%s,"result":{}}\n' "$id" ;;
+  esac
+done
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_gives_the_code_and_says_when_it_is_done() {
+    let env = TestEnv::new().await;
+    let script = support::binary::fake_app_server(&env, "logging-in", LOGGING_IN_APP_SERVER);
+    let mut config = env.config();
+    config.codex.binary = script;
+    let app = codex_gateway::App::start(&config).await.unwrap();
+    let mut chat = Chat::new("admin");
+    chat.send(&app, "/login");
+    let code = chat.notice("enter the code").await;
+    assert!(
+        code.contains("https://auth.example/device") && code.contains("ABCD-1234"),
+        "{code}"
+    );
+    chat.notice("Codex is logged in.").await;
+    app.shutdown(None).await;
 }

@@ -1,0 +1,79 @@
+//! `/login` and `/logout`: Codex's own login, managed from a direct message by an admin,
+//! so a fresh deployment needs no shell in the container.
+
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+use super::Actor;
+use crate::codex::LoginOutcome;
+use crate::router::replies::Replies;
+
+/// How long a device code is waited on (OpenAI's codes last 15 minutes).
+const LOGIN_WAIT: Duration = Duration::from_secs(15 * 60);
+
+const PRIVATE_ONLY: &str =
+    "Log Codex in or out from a direct message with the bot, not in a group or channel.";
+const ADMINS_ONLY: &str = "Only the bot's admins may log Codex in or out \
+     (telegram.admins / discord.admins; by default the first allowed user).";
+
+impl Actor {
+    pub(super) async fn login(&mut self, replies: &Replies<'_>) {
+        if let Some(refusal) = refusal(replies) {
+            return replies.notice(refusal);
+        }
+        let (login, pending) = match self.session.start_login().await {
+            Ok(started) => started,
+            Err(error) => {
+                warn!(chat = %self.chat, %error, "device-code login could not start");
+                return replies.notice(format!("Codex's login could not start: {error}"));
+            }
+        };
+        info!(chat = %self.chat, "device-code login started");
+        replies.notice(format!(
+            "To log Codex in, open {} and enter the code {}. I will say here when it is done.",
+            login.verification_url, login.user_code
+        ));
+        let later = replies.later();
+        let ctx = self.session.context();
+        let chat = self.chat.clone();
+        tokio::spawn(async move {
+            let text = match pending.completed(LOGIN_WAIT).await {
+                LoginOutcome::LoggedIn => {
+                    if let Ok(server) = ctx.codex.server(&chat.to_string()).await {
+                        ctx.login.refresh(&server).await;
+                    }
+                    info!(%chat, "Codex logged in");
+                    "Codex is logged in.".to_owned()
+                }
+                LoginOutcome::Failed(reason) => format!("Codex's login failed: {reason}"),
+                LoginOutcome::TimedOut => {
+                    "The login code expired unused; send /login to try again.".to_owned()
+                }
+            };
+            later.send(text);
+        });
+    }
+
+    pub(super) async fn logout(&mut self, replies: &Replies<'_>) {
+        if let Some(refusal) = refusal(replies) {
+            return replies.notice(refusal);
+        }
+        match self.session.logout().await {
+            Ok(()) => {
+                info!(chat = %self.chat, "Codex logged out");
+                replies.notice("Codex is logged out; /login logs it in again.")
+            }
+            Err(error) => replies.notice(format!("Codex could not log out: {error}")),
+        }
+    }
+}
+
+/// Why this person may not log Codex in or out here, if they may not.
+fn refusal(replies: &Replies<'_>) -> Option<&'static str> {
+    match (replies.private, replies.admin) {
+        (false, _) => Some(PRIVATE_ONLY),
+        (true, false) => Some(ADMINS_ONLY),
+        (true, true) => None,
+    }
+}
