@@ -240,3 +240,59 @@ async fn login_gives_the_code_and_says_when_it_is_done() {
     chat.notice("Codex is logged in.").await;
     app.shutdown(None).await;
 }
+
+/// The fake model as a reviewer: a review request (Codex's own review prompt) gets
+/// findings in Codex's review format; anything else the default script.
+fn reviewing_brain() -> support::Brain {
+    let default = support::default_brain();
+    std::sync::Arc::new(move |request: &support::ModelRequest| {
+        if !request
+            .last_human_text()
+            .starts_with("Review the current code changes")
+        {
+            return default(request);
+        }
+        let findings = serde_json::json!({
+            "findings": [{"title": "[P1] eval on untrusted input",
+                "body": "parse() hands its argument to eval.", "confidence_score": 0.9,
+                "priority": 1, "code_location": {"absolute_file_path": "parser.py",
+                "line_range": {"start": 2, "end": 2}}}],
+            "overall_correctness": "patch is incorrect",
+            "overall_explanation": "eval makes parse unsafe.",
+            "overall_confidence_score": 0.9});
+        support::Reply::Text(findings.to_string())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_posts_codex_findings_like_a_reply() {
+    let env = TestEnv::with_brain(reviewing_brain()).await;
+    let workspace = env.workspace();
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&workspace)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    std::fs::write(
+        workspace.join("parser.py"),
+        "def parse(x):\n    return eval(x)\n",
+    )
+    .unwrap();
+    let app = env.start().await;
+    let mut chat = Chat::new("reviewer");
+    chat.send(&app, "/review");
+    let findings = chat.reply().await;
+    assert!(findings.contains("eval on untrusted input"), "{findings}");
+    let request = env.model.requests().pop().unwrap();
+    assert!(
+        request
+            .last_human_text()
+            .starts_with("Review the current code changes")
+    );
+    // The review ran on the chat's own thread: the next message continues it.
+    chat.ask(&app, "thanks").await;
+    let thread = support::stored_thread(&app, &chat).await.unwrap();
+    assert_eq!(env.model.request_for("thanks").thread_id(), Some(thread));
+    env.shut_down(app).await;
+}

@@ -65,7 +65,7 @@ async fn dm_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "login", "logout", "help",
+        "review", "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     assert!(

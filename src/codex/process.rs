@@ -183,6 +183,14 @@ impl AppServer {
         Ok(reply.turn.id)
     }
 
+    /// Starts Codex's review of the uncommitted changes in the thread's folder, as a turn
+    /// on the thread (its findings end it); returns the turn id.
+    pub async fn start_review(&self, thread_id: &str) -> Result<String, CodexError> {
+        let params = json!({"threadId": thread_id, "target": {"type": "uncommittedChanges"}});
+        let reply: TurnReply = self.request("review/start", params).await?;
+        Ok(reply.turn.id)
+    }
+
     pub async fn interrupt(&self, thread_id: &str, turn_id: &str) -> Result<(), CodexError> {
         self.request::<Value>(
             "turn/interrupt",

@@ -139,6 +139,10 @@ pub enum Item {
         exit_code: Option<i64>,
     },
     ContextCompaction,
+    /// A review's findings (`exitedReviewMode`): the review turn's answer.
+    Review {
+        text: String,
+    },
     Other {
         kind: String,
     },
@@ -292,6 +296,9 @@ impl Item {
                 exit_code: item.get("exitCode").and_then(Value::as_i64),
             },
             "contextCompaction" => Item::ContextCompaction,
+            "exitedReviewMode" => Item::Review {
+                text: text(item, "review").unwrap_or_default(),
+            },
             other => Item::Other {
                 kind: other.to_owned(),
             },

@@ -18,6 +18,7 @@ pub enum Command {
     Resume,
     Login,
     Logout,
+    Review,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +45,10 @@ pub const MENU: &[(&str, &str)] = &[
     ("usage", "Rate limits and this chat's context use"),
     ("threads", "Recent Codex threads on this machine"),
     ("resume", "Continue a listed thread in this chat"),
+    (
+        "review",
+        "Codex reviews the uncommitted changes in this chat's folder",
+    ),
     ("login", "Log Codex in (admins, in a direct message)"),
     ("logout", "Log Codex out (admins, in a direct message)"),
     ("help", "What this bot does"),
@@ -79,6 +84,7 @@ which lasts until /new.\n\
 /usage - the account's rate limits and this chat's context use\n\
 /threads [PAGE] - recent Codex threads here, the terminal's and IDE's included\n\
 /resume ID - continue that thread in this chat (the current one stays in the history)\n\
+/review - Codex's code review of the uncommitted changes in this chat's folder\n\
 /login, /logout - log Codex in with a device code, or out (admins, in a direct message)\n\
 /help - this text\n\
 Your choices of model, effort and folder are kept across restarts and /new.";
@@ -115,6 +121,7 @@ pub fn parse(text: &str) -> Input<'_> {
         "usage" => Command::Usage,
         "threads" => Command::Threads,
         "resume" => Command::Resume,
+        "review" => Command::Review,
         "login" => Command::Login,
         "logout" => Command::Logout,
         _ => return Input::UnknownCommand(first_word),
@@ -169,6 +176,7 @@ mod tests {
             ("/usage", Input::Command(Command::Usage)),
             ("/threads 2", Input::Command(Command::Threads)),
             ("/resume 019a", Input::Command(Command::Resume)),
+            ("/review", Input::Command(Command::Review)),
             ("/login", Input::Command(Command::Login)),
             ("/logout", Input::Command(Command::Logout)),
             ("/frobnicate", Input::UnknownCommand("/frobnicate")),

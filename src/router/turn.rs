@@ -213,7 +213,7 @@ impl TurnTracker {
 
     fn on_item(&mut self, item: Item) -> Vec<Effect> {
         match item {
-            Item::AgentMessage { text } => {
+            Item::AgentMessage { text } | Item::Review { text } => {
                 self.streaming.clear();
                 if !text.is_empty() {
                     self.outcome.replies.push(text);

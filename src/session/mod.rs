@@ -39,6 +39,15 @@ struct LiveThread {
     persisted: bool,
 }
 
+/// What a turn is for.
+#[derive(Debug, Clone, Copy)]
+pub enum TurnRequest<'a> {
+    /// The user's message.
+    Message(&'a str),
+    /// Codex's review of the uncommitted changes in the chat's folder.
+    Review,
+}
+
 /// A started turn.
 pub struct StartedTurn {
     pub turn_id: String,
@@ -81,38 +90,31 @@ impl Session {
         self.live.as_ref().map(|live| live.thread_id.as_str())
     }
 
-    /// Starts a turn with the user's text, attaching to the chat's thread first.
-    pub async fn start_turn(&mut self, text: &str) -> Result<StartedTurn, SessionError> {
+    /// Starts a turn (the user's message, or a review), attaching to the chat's thread first.
+    pub async fn start_turn(
+        &mut self,
+        request: TurnRequest<'_>,
+    ) -> Result<StartedTurn, SessionError> {
         self.choices().await?;
         self.ensure_thread().await?;
         // Until its first turn is stored, a replacement thread still needs the transcript.
         let replaced = self.replacing.is_some();
-        let seed = match replaced {
-            true => Some(self.transcript_seed().await?),
-            false => None,
+        let seed = match (replaced, request) {
+            (true, TurnRequest::Message(_)) => Some(self.transcript_seed().await?),
+            _ => None,
+        };
+        let text = match request {
+            TurnRequest::Message(text) => text,
+            TurnRequest::Review => "/review",
         };
         let inputs: Vec<&str> = seed.as_deref().into_iter().chain([text]).collect();
         let overrides = self.overrides();
-        let live = self
-            .live
-            .as_ref()
-            .expect("ensure_thread leaves a live thread");
-        let turn_id = match live
-            .server
-            .start_turn(&live.thread_id, &inputs, &overrides)
-            .await
-        {
+        let turn_id = match self.send_turn(request, &inputs, &overrides).await {
             // The process lost the thread (restart raced us): resume and try once more.
             Err(CodexError::ThreadNotLoaded(_) | CodexError::ProcessExited) => {
                 self.live = None;
                 self.ensure_thread().await?;
-                let live = self
-                    .live
-                    .as_ref()
-                    .expect("ensure_thread leaves a live thread");
-                live.server
-                    .start_turn(&live.thread_id, &inputs, &overrides)
-                    .await?
+                self.send_turn(request, &inputs, &overrides).await?
             }
             other => other?,
         };
@@ -124,6 +126,26 @@ impl Session {
             self.unsaved_start = Some(text.to_owned());
         }
         Ok(StartedTurn { turn_id, replaced })
+    }
+
+    async fn send_turn(
+        &self,
+        request: TurnRequest<'_>,
+        inputs: &[&str],
+        overrides: &crate::codex::TurnOverrides,
+    ) -> Result<String, CodexError> {
+        let live = self
+            .live
+            .as_ref()
+            .expect("ensure_thread leaves a live thread");
+        match request {
+            TurnRequest::Message(_) => {
+                live.server
+                    .start_turn(&live.thread_id, inputs, overrides)
+                    .await
+            }
+            TurnRequest::Review => live.server.start_review(&live.thread_id).await,
+        }
     }
 
     /// Stores a started turn: the thread id (once it has a rollout) and the user's text.

@@ -8,14 +8,16 @@ use crate::codex::TurnStatus;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
+use crate::session::TurnRequest;
 
 impl Actor {
-    pub(super) async fn turn(&mut self, replies: &Replies<'_>, text: &str) {
+    /// A message for Codex, or (`/review`) a review: one turn either way.
+    pub(super) async fn turn(&mut self, replies: &Replies<'_>, request: TurnRequest<'_>) {
         if self.ctx.login.still_missing(&self.ctx.codex).await {
             info!(chat = %self.chat, "message not sent: Codex is not logged in");
             return replies.notice(crate::session::LOGIN_MISSING);
         }
-        let started = match self.session.start_turn(text).await {
+        let started = match self.session.start_turn(request).await {
             Ok(started) => started,
             Err(error) => return self.report(replies, &error),
         };

@@ -25,7 +25,7 @@ use super::command::{self, Command, HELP, Input};
 use super::replies::Replies;
 use super::texts;
 use crate::chat::{ChatKey, Decision, Inbound};
-use crate::session::{Context, Session, SessionError};
+use crate::session::{Context, Session, SessionError, TurnRequest};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),
@@ -171,7 +171,8 @@ impl Actor {
             }
             Input::Command(Command::Login) => self.login(&replies).await,
             Input::Command(Command::Logout) => self.logout(&replies).await,
-            Input::Text(text) => self.turn(&replies, text).await,
+            Input::Command(Command::Review) => self.turn(&replies, TurnRequest::Review).await,
+            Input::Text(text) => self.turn(&replies, TurnRequest::Message(text)).await,
         }
     }
 
