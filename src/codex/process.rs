@@ -61,6 +61,7 @@ impl AppServer {
             request_timeout: spec.request_timeout,
             file_changes: Mutex::new(HashMap::new()),
             account_events: tokio::sync::broadcast::Sender::new(8),
+            known_rate_limits: Mutex::new(None),
         });
         tokio::spawn(write_lines(stdin, outgoing_rx));
         tokio::spawn(read_lines(stdout, shared.clone()));
@@ -93,6 +94,11 @@ impl AppServer {
 
     pub fn pid(&self) -> Option<u32> {
         self.shared.pid
+    }
+
+    /// The rate limits Codex last reported during a turn, if it did; no question asked.
+    pub fn known_rate_limits(&self) -> Option<super::catalog::RateLimits> {
+        self.shared.known_rate_limits.lock().expect("lock").clone()
     }
 
     /// Account notifications from now on (`account/login/completed`, ...).

@@ -12,6 +12,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
+use super::catalog::RateLimits;
 use super::protocol::{
     ApprovalDecision, ApprovalRequest, ChangedFile, Notification, changed_files, thread_id_of,
 };
@@ -70,6 +71,8 @@ pub(super) struct Shared {
     pub(super) file_changes: Mutex<HashMap<String, Vec<ChangedFile>>>,
     /// Notifications about the account (`account/...`), which belong to no thread.
     pub(super) account_events: broadcast::Sender<(String, Value)>,
+    /// The rate limits as Codex last reported them during a turn.
+    pub(super) known_rate_limits: Mutex<Option<RateLimits>>,
 }
 
 pub(super) async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>) {
@@ -155,6 +158,12 @@ impl Shared {
             (Some(id), None) => self.complete(id, &message),
             (None, Some(method)) => {
                 self.track_file_change(method, params);
+                if method == "account/rateLimits/updated"
+                    && let Some(limits) = params.get("rateLimits")
+                {
+                    let limits = serde_json::from_value(limits.clone()).ok();
+                    *self.known_rate_limits.lock().expect("lock") = limits;
+                }
                 if method.starts_with("account/") {
                     // Nobody listening is fine: most account news is only for a waiting /login.
                     let _ = self
@@ -276,6 +285,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             file_changes: Mutex::new(HashMap::new()),
             account_events: broadcast::Sender::new(8),
+            known_rate_limits: Mutex::new(None),
         };
         (shared, written)
     }
@@ -311,6 +321,17 @@ mod tests {
             r#"{"method":"item/completed","params":{"threadId":"t","turnId":"u","item":{"type":"fileChange","id":"call_1","status":"completed","changes":[]}}}"#,
         );
         assert!(shared.file_changes.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn rate_limits_reported_during_a_turn_are_kept() {
+        let (shared, _written) = shared();
+        shared.dispatch(
+            r#"{"method":"account/rateLimits/updated","params":{"rateLimits":{"primary":{"usedPercent":42,"resetsAt":1800000000,"windowDurationMins":300},"secondary":null,"planType":"plus"}}}"#,
+        );
+        let known = shared.known_rate_limits.lock().unwrap().clone().unwrap();
+        assert_eq!(known.primary.unwrap().used_percent, 42);
+        assert_eq!(known.secondary, None);
     }
 
     #[test]

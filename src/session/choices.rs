@@ -80,6 +80,12 @@ impl Session {
         server.rate_limits().await
     }
 
+    /// The rate limits Codex last reported, without asking (for `/status`, which must
+    /// answer at once even during a turn).
+    pub fn known_rate_limits(&self) -> Option<RateLimits> {
+        self.live_server()?.known_rate_limits()
+    }
+
     /// The folders a chat may move to.
     pub fn project_roots(&self) -> &[PathBuf] {
         &self.ctx.settings.project_roots

@@ -257,6 +257,11 @@ impl Session {
         self.ctx.store.chat(&self.chat).await
     }
 
+    /// The app-server of the live thread, if there is one.
+    fn live_server(&self) -> Option<&AppServer> {
+        self.live.as_ref().map(|live| &live.server)
+    }
+
     pub fn is_live(&self) -> bool {
         self.live
             .as_ref()

@@ -190,7 +190,7 @@ fn model_names(models: &[ModelInfo]) -> String {
 }
 
 /// "5-hour window: 42% used, resets in 2 h 10 min".
-fn window_line(window: &RateLimitWindow, now: i64) -> String {
+pub(super) fn window_line(window: &RateLimitWindow, now: i64) -> String {
     let name = match window.window_duration_mins {
         Some(300) => "5-hour window".to_owned(),
         Some(10_080) => "Weekly window".to_owned(),
