@@ -348,6 +348,25 @@ mod tests {
                 replies: &[],
             },
             Case {
+                name: "a review's findings are its turn's reply",
+                turn_id: Some("r1"),
+                steps: vec![
+                    (started("r1"), vec![]),
+                    (
+                        item(
+                            "r1",
+                            Item::Review {
+                                text: "[P1] eval on input".into(),
+                            },
+                        ),
+                        vec![],
+                    ),
+                    (completed("r1", TurnStatus::Completed), vec![]),
+                ],
+                end: Some(completed_end(TurnStatus::Completed, None)),
+                replies: &["[P1] eval on input"],
+            },
+            Case {
                 name: "a compaction follows the first turn that starts",
                 turn_id: None,
                 steps: vec![
