@@ -110,6 +110,14 @@ pub enum OutboundKind {
     /// A gateway notice that answers one message, to that message's answer slot
     /// (platforms without slots show it as a notice).
     Answer { slot: AnswerSlot, text: String },
+    /// A notice listing options, with a button per option where the platform has them;
+    /// pressing one is its presser sending `/{command} {option}`.
+    Choices {
+        slot: Option<AnswerSlot>,
+        text: String,
+        command: String,
+        options: Vec<String>,
+    },
 }
 
 /// What a person is asked to approve.

@@ -530,3 +530,66 @@ async fn replies_never_ping_anyone() {
         );
     }
 }
+
+/// `/model` lists the models as buttons; a press is its presser choosing that model, and
+/// a stranger's press is refused to them alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_is_chosen_with_a_button() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    let messages = format!("/channels/{CHANNEL}/messages");
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("/model"));
+    let listing = dc
+        .wait_for_call("POST", &messages, |b| {
+            b["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Model:"))
+        })
+        .await;
+    let buttons: Vec<serde_json::Value> = listing.body["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row["components"].as_array().unwrap().clone())
+        .collect();
+    assert!(buttons.len() > 1, "{}", listing.body);
+    let last = buttons.last().unwrap();
+    let model = last["label"].as_str().unwrap().to_owned();
+    let content = listing.body["content"].as_str().unwrap().to_owned();
+    let (listing_id, _) = dc.wait_for_content(CHANNEL, |t| t == content).await;
+    let custom_id = last["custom_id"].as_str().unwrap();
+
+    let token = dc.click(CHANNEL, MALLORY, listing_id, custom_id);
+    let refusal = dc
+        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
+        .await;
+    assert_eq!(
+        refusal.body["data"]["flags"], 64,
+        "refusal is not ephemeral"
+    );
+    let token = dc.click(CHANNEL, ALICE, listing_id, custom_id);
+    dc.wait_for_call("POST", &format!("/{token}/callback"), |b| b["type"] == 6)
+        .await;
+    dc.wait_for_content(CHANNEL, |t| {
+        t == format!("This chat uses {model} from the next turn on.")
+    })
+    .await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("with the clicked model"));
+    dc.wait_for_content(CHANNEL, |t| t == "Echo: with the clicked model")
+        .await;
+    // As a slash command, the listing with its buttons is the command's answer.
+    dc.slash(CHANNEL, ALICE, "model");
+    let answer = dc
+        .wait_for_call("PATCH", "/messages/@original", |b| {
+            b["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(&format!("Model: {model}")))
+        })
+        .await;
+    assert!(!answer.body["components"].as_array().unwrap().is_empty());
+    gateway.stop().await;
+    assert_eq!(
+        env.model.request_for("with the clicked model").body["model"],
+        model.as_str()
+    );
+}

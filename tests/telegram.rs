@@ -722,3 +722,28 @@ async fn login_is_for_admins_in_direct_messages() {
         .await;
     gateway.stop().await;
 }
+
+/// `/model` lists the models as buttons; a press is its presser choosing that model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_is_chosen_with_a_button() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "/model");
+    let listing = sent_message(&tg, |t| t.starts_with("Model:")).await;
+    let buttons = buttons(&listing.body);
+    assert!(buttons.len() > 1, "{}", listing.body);
+    let last = buttons.last().unwrap();
+    let model = last["text"].as_str().unwrap().to_owned();
+    let id = call_message_id(&tg, &listing).await;
+    tg.press(ALICE, ALICE, id, last["callback_data"].as_str().unwrap());
+    tg.wait_for_text(ALICE, |t| {
+        t == format!("This chat uses {model} from the next turn on.")
+    })
+    .await;
+    tg.dm(ALICE, "with the pressed model");
+    tg.wait_for_text(ALICE, |t| t == "Echo: with the pressed model")
+        .await;
+    gateway.stop().await;
+    let request = env.model.request_for("with the pressed model");
+    assert_eq!(request.body["model"], model.as_str());
+}

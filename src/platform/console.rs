@@ -77,7 +77,8 @@ async fn print_answers(
             OutboundKind::Progress(text) => format!("  ... {text}\n"),
             OutboundKind::Notice(text)
             | OutboundKind::Trouble(text)
-            | OutboundKind::Answer { text, .. } => format!("[gateway] {text}\n"),
+            | OutboundKind::Answer { text, .. }
+            | OutboundKind::Choices { text, .. } => format!("[gateway] {text}\n"),
             // The console prints whole replies; it cannot approve (can_approve is false).
             OutboundKind::Partial(_)
             | OutboundKind::Working(_)

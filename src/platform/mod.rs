@@ -1,6 +1,7 @@
 //! Chat platforms: each turns its events into `Inbound` and delivers `Outbound`.
 
 pub mod approvals;
+pub mod choices;
 pub mod console;
 pub mod delivery;
 pub mod discord;

@@ -46,6 +46,17 @@ impl Replies<'_> {
         }
     }
 
+    /// A listing whose options become buttons sending `/{command} {option}`.
+    pub(super) fn choices(&self, text: String, command: &str, options: Vec<String>) {
+        let slot = self.slot.lock().expect("lock").take();
+        self.send(OutboundKind::Choices {
+            slot,
+            text,
+            command: command.to_owned(),
+            options,
+        });
+    }
+
     /// A gateway notice; the first one answers the message at its answer slot.
     pub(super) fn notice(&self, text: impl Into<String>) {
         let text = text.into();

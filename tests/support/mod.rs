@@ -263,10 +263,14 @@ impl Chat {
         .await
     }
 
-    /// Waits for the next gateway notice containing `part`.
+    /// Waits for the next gateway notice (a listing with buttons too) containing `part`.
     pub async fn notice(&mut self, part: &str) -> String {
         self.wait_for(|kind| match kind {
-            OutboundKind::Notice(text) if text.contains(part) => Some(text.clone()),
+            OutboundKind::Notice(text) | OutboundKind::Choices { text, .. }
+                if text.contains(part) =>
+            {
+                Some(text.clone())
+            }
             _ => None,
         })
         .await

@@ -15,6 +15,7 @@ use tracing::warn;
 
 use crate::chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
 use crate::platform::approvals::ApprovalCard;
+use crate::platform::choices::ChoiceButton;
 use crate::render;
 use worker::Worker;
 
@@ -62,6 +63,22 @@ pub trait Sink: Send + Sync + 'static {
         async move {
             for piece in render::split(text, Self::LIMIT, Self::units) {
                 self.send(&piece).await;
+            }
+        }
+    }
+    /// A listing with a button per option (at its answer slot, if it has one); by
+    /// default its text, which names the options too.
+    fn offer(
+        &self,
+        slot: Option<AnswerSlot>,
+        text: &str,
+        buttons: &[ChoiceButton],
+    ) -> impl Future<Output = ()> + Send {
+        let _ = buttons;
+        async move {
+            match slot {
+                Some(slot) => self.answer(slot, text).await,
+                None => self.notice(text).await,
             }
         }
     }

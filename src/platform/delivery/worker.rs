@@ -8,6 +8,7 @@ use tracing::debug;
 use super::{Job, Latest, Pace, Sink};
 use crate::chat::OutboundKind;
 use crate::platform::approvals::ApprovalCard;
+use crate::platform::choices;
 use crate::{deadline, render};
 
 /// The running turn's trouble line, edited in place as it changes.
@@ -104,6 +105,15 @@ impl<S: Sink> Worker<S> {
             OutboundKind::Trouble(line) => self.show_trouble(&line).await,
             OutboundKind::Notice(text) => self.sink.notice(&text).await,
             OutboundKind::Answer { slot, text } => self.sink.answer(slot, &text).await,
+            OutboundKind::Choices {
+                slot,
+                text,
+                command,
+                options,
+            } => {
+                let buttons = choices::buttons(&command, &options);
+                self.sink.offer(slot, &text, &buttons).await
+            }
             OutboundKind::Approval(prompt) => {
                 self.sink.ask(&ApprovalCard::of(&prompt), &prompt).await
             }

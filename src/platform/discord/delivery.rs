@@ -13,6 +13,7 @@ use serenity::http::Http;
 use super::PendingCommands;
 use crate::chat::{AnswerSlot, ApprovalPrompt, Decision};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
+use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure};
 use crate::render;
@@ -98,6 +99,46 @@ impl Sink for DiscordChat {
             message = message.components(vec![CreateActionRow::Buttons(buttons)]);
         }
         call(|| self.channel.send_message(&self.http, message.clone())).await;
+    }
+
+    /// The listing with its options as buttons (five a row, 25 at most); a slash
+    /// command's listing edits its deferred response.
+    async fn offer(&self, slot: Option<AnswerSlot>, text: &str, buttons: &[ChoiceButton]) {
+        let rows: Vec<CreateActionRow> = buttons
+            .chunks(5)
+            .map(|row| {
+                let row = row.iter().map(|b| {
+                    CreateButton::new(b.data.clone())
+                        .label(b.label.clone())
+                        .style(ButtonStyle::Secondary)
+                });
+                CreateActionRow::Buttons(row.collect())
+            })
+            .collect();
+        let http = &self.http;
+        let command = match slot {
+            Some(slot) => self.commands.take(slot).await,
+            None => None,
+        };
+        if let Some(command) = command {
+            let response = || {
+                EditInteractionResponse::new()
+                    .content(text)
+                    .components(rows.clone())
+                    .allowed_mentions(no_pings())
+            };
+            if call(|| command.edit_response(http, response()))
+                .await
+                .is_some()
+            {
+                return;
+            }
+        }
+        let message = CreateMessage::new()
+            .content(text)
+            .components(rows.clone())
+            .allowed_mentions(no_pings());
+        call(|| self.channel.send_message(http, message.clone())).await;
     }
 
     /// The answer to a slash command edits its deferred response; once that has expired

@@ -24,6 +24,7 @@ use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
 use super::approvals::{self, Pressed, Presser};
+use super::choices;
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbox, Platform};
@@ -365,10 +366,24 @@ impl Intake {
         let _ = deferred.send(true);
     }
 
-    /// An approval button: only allowed users decide; the prompt then shows who decided.
+    /// A choice button (its presser sends the command it stands for, in the button's
+    /// channel), or an approval button: only allowed users decide; the prompt then shows
+    /// who decided.
     async fn on_button(&self, button: ComponentInteraction) {
         let http = &self.rest;
         let roles = member_roles(button.member.as_ref());
+        if let Some(text) = choices::pressed(&button.data.custom_id) {
+            if !inbound::is_allowed(&self.config, button.user.id.get(), &roles) {
+                let refusal = refusal(button.user.id.get());
+                return respond(button.create_response(http, ephemeral(&refusal))).await;
+            }
+            let chat = chat_key(button.channel_id);
+            let author = self.author(&button.user, button.guild_id.is_none());
+            self.dispatch(button.id.get(), chat, author, text, None);
+            // Acknowledged without a change; what the command says comes as a message.
+            return respond(button.create_response(http, CreateInteractionResponse::Acknowledge))
+                .await;
+        }
         let presser = Presser {
             id: button.user.id.get(),
             name: &button.user.name,

@@ -15,8 +15,9 @@ use teloxide::types::{
 use teloxide::{ApiError, RequestError};
 
 use super::{Shared, Target};
-use crate::chat::ApprovalPrompt;
+use crate::chat::{AnswerSlot, ApprovalPrompt};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
+use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure};
 use crate::render;
@@ -78,6 +79,17 @@ impl Sink for TelegramChat {
                 .send_chat_action(self.target.chat_id, ChatAction::Typing)
         })
         .await;
+    }
+
+    /// The listing with its options as buttons, two a row (Telegram has no answer slots).
+    async fn offer(&self, _slot: Option<AnswerSlot>, text: &str, buttons: &[ChoiceButton]) {
+        let buttons: Vec<_> = buttons
+            .iter()
+            .map(|b| InlineKeyboardButton::callback(b.label.clone(), b.data.clone()))
+            .collect();
+        let keyboard = InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec));
+        let bot = &self.shared.bot;
+        call(|| message(bot, self.target, text).reply_markup(keyboard.clone())).await;
     }
 
     /// The request in a `<pre>` block when it fits one message with room for the verdict;

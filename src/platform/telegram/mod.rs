@@ -15,7 +15,7 @@ use teloxide::payloads::{
 };
 use teloxide::prelude::{Bot, Requester};
 use teloxide::types::{
-    AllowedUpdate, BotCommand, CallbackQuery, ChatId, Message, Update, UpdateKind,
+    AllowedUpdate, BotCommand, CallbackQuery, ChatId, Message, Update, UpdateKind, User,
 };
 use teloxide::{ApiError, RequestError};
 use tokio::sync::{mpsc, watch};
@@ -26,6 +26,7 @@ use crate::chat::{Inbound, Outbox, Platform};
 use crate::config::{self, TelegramConfig};
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
+use crate::platform::choices;
 use crate::platform::delivery::Pace;
 use crate::platform::intake::{IntakeHealth, keep_running};
 use crate::platform::refusals::Refusals;
@@ -229,7 +230,12 @@ async fn handle_update(shared: &Arc<Shared>, router: &Router, outbox: &Outbox, u
         UpdateKind::EditedMessage(_) => debug!("telegram: ignoring an edited message"),
         UpdateKind::CallbackQuery(query) => {
             // Answering waits for the chat's actor; the update loop must not.
-            tokio::spawn(on_button(shared.clone(), router.clone(), query));
+            tokio::spawn(on_button(
+                shared.clone(),
+                router.clone(),
+                outbox.clone(),
+                query,
+            ));
         }
         _ => debug!("telegram: ignoring an update of another kind"),
     }
@@ -268,8 +274,22 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         ));
         return;
     };
+    dispatch(shared, router, outbox, from, target, private, text);
+}
+
+/// Hands what `from` wrote (or a button of theirs stood for) to the router.
+fn dispatch(
+    shared: &Shared,
+    router: &Router,
+    outbox: &Outbox,
+    from: &User,
+    target: Target,
+    private: bool,
+    text: &str,
+) {
+    let user_id = from.id.0;
     let origin = Origin {
-        chat_id: message.chat.id.0,
+        chat_id: target.chat_id.0,
         private,
         topic: target.topic.map(|t| t.0.0),
         user_id,
@@ -312,8 +332,12 @@ fn refusal(user_id: u64) -> String {
     )
 }
 
-/// An approval button: only allowed users decide; the prompt then shows who decided what.
-async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
+/// A choice button (its presser sends the command it stands for, in the button's chat),
+/// or an approval button: only allowed users decide; the prompt then shows who decided.
+async fn on_button(shared: Arc<Shared>, router: Router, outbox: Outbox, query: CallbackQuery) {
+    if let Some(text) = query.data.as_deref().and_then(choices::pressed) {
+        return on_choice(&shared, &router, &outbox, &query, &text).await;
+    }
     let name = query.from.full_name();
     let presser = Presser {
         id: query.from.id.0,
@@ -341,6 +365,41 @@ async fn on_button(shared: Arc<Shared>, router: Router, query: CallbackQuery) {
     if let Some(message) = query.message.as_ref().and_then(|m| m.regular_message()) {
         settle_prompt(&shared.bot, message, &verdict).await;
     }
+}
+
+async fn on_choice(
+    shared: &Shared,
+    router: &Router,
+    outbox: &Outbox,
+    query: &CallbackQuery,
+    text: &str,
+) {
+    // The answer ends the button's spinner; what the command says comes as a message.
+    if let Err(error) = shared.bot.answer_callback_query(query.id.clone()).await {
+        warn!(%error, "telegram: could not answer a button press");
+    }
+    let Some(message) = query.message.as_ref().and_then(|m| m.regular_message()) else {
+        return;
+    };
+    let target = Target {
+        chat_id: message.chat.id,
+        topic: message.thread_id.filter(|_| message.is_topic_message),
+    };
+    let from = &query.from;
+    let allowed = shared.config.allowed_users.contains(&(from.id.0 as i64))
+        || shared.config.allowed_chats.contains(&message.chat.id.0);
+    if !allowed {
+        return refuse(shared, target, from.id.0);
+    }
+    dispatch(
+        shared,
+        router,
+        outbox,
+        from,
+        target,
+        message.chat.is_private(),
+        text,
+    );
 }
 
 /// Adds who decided under the prompt, its formatting kept (the verdict is appended, so

@@ -25,10 +25,12 @@ impl Actor {
                 .model
                 .clone()
                 .unwrap_or_else(|| self.default_model(&models));
-            return replies.notice(format!(
+            let text = format!(
                 "Model: {current}\nChoices: {}\nSay /model NAME to switch from the next turn on.",
                 model_names(&models)
-            ));
+            );
+            let options = models.iter().filter(|m| !m.hidden).map(|m| m.id.clone());
+            return replies.choices(text, "model", options.collect());
         }
         let Some(model) = models.iter().find(|m| m.id.eq_ignore_ascii_case(name)) else {
             return replies.notice(format!(
@@ -79,10 +81,12 @@ impl Actor {
                 .effort
                 .as_deref()
                 .or(model.default_reasoning_effort.as_deref());
-            return replies.notice(format!(
+            let text = format!(
                 "Reasoning effort: {}\nChoices for {name}: {levels}\nSay /effort LEVEL to switch from the next turn on.",
                 current.unwrap_or("the model's default")
-            ));
+            );
+            let options = model.efforts().map(str::to_owned).collect();
+            return replies.choices(text, "effort", options);
         }
         let Some(level) = model.efforts().find(|e| e.eq_ignore_ascii_case(level)) else {
             return replies.notice(format!(

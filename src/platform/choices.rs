@@ -1,0 +1,60 @@
+//! Buttons that stand for a command with its argument (`/model gpt-5.1` under a model
+//! listing): pressing one is the presser sending that command, so it goes through the
+//! allowlist and the chat's actor like any message.
+
+/// Commands whose listings offer their options as buttons.
+const COMMANDS: &[&str] = &["model", "effort"];
+const PREFIX: &str = "cmd:";
+/// Telegram's limit for callback data (Discord allows 100).
+const MAX_DATA_BYTES: usize = 64;
+/// Discord shows at most 25 buttons under a message.
+const MAX_BUTTONS: usize = 25;
+
+/// One button: what it says and what its press sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChoiceButton {
+    pub label: String,
+    pub data: String,
+}
+
+/// A button per option, as many as platforms show; an option too long for a button's
+/// data stays in the listing's text only.
+pub fn buttons(command: &str, options: &[String]) -> Vec<ChoiceButton> {
+    options
+        .iter()
+        .map(|option| ChoiceButton {
+            label: option.clone(),
+            data: format!("{PREFIX}{command} {option}"),
+        })
+        .filter(|button| button.data.len() <= MAX_DATA_BYTES)
+        .take(MAX_BUTTONS)
+        .collect()
+}
+
+/// The command a pressed choice button stands for (`/model gpt-5.1`); `None` for any
+/// other button, or data that names a command without choices.
+pub fn pressed(data: &str) -> Option<String> {
+    let (command, option) = data.strip_prefix(PREFIX)?.split_once(' ')?;
+    let known = COMMANDS.contains(&command) && !option.trim().is_empty();
+    known.then(|| format!("/{command} {option}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_button_stands_for_its_command() {
+        let options = vec!["gpt-5.1-codex".to_owned(), "x".repeat(80)];
+        let made = buttons("model", &options);
+        assert_eq!(made.len(), 1, "an option too long for the data is left out");
+        assert_eq!(made[0].data, "cmd:model gpt-5.1-codex");
+        assert_eq!(
+            pressed(&made[0].data).as_deref(),
+            Some("/model gpt-5.1-codex")
+        );
+        assert_eq!(pressed("cmd:new now"), None);
+        assert_eq!(pressed("cmd:model "), None);
+        assert_eq!(pressed("ap:1:a"), None);
+    }
+}
