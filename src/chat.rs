@@ -110,6 +110,8 @@ pub enum OutboundKind {
     /// A gateway notice that answers one message, to that message's answer slot
     /// (platforms without slots show it as a notice).
     Answer { slot: AnswerSlot, text: String },
+    /// A file for the chat (`/get`), sent as a document.
+    File { name: String, bytes: Vec<u8> },
     /// A notice listing options, with a button per option where the platform has them;
     /// pressing one is its presser sending `/{command} {option}`.
     Choices {

@@ -74,7 +74,7 @@ async fn channel_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "login", "logout", "help",
+        "review", "get", "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     // A command that takes an argument offers it as an optional string option.
@@ -592,4 +592,26 @@ async fn a_model_is_chosen_with_a_button() {
         env.model.request_for("with the clicked model").body["model"],
         model.as_str()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_sends_a_file_as_an_attachment() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(
+        CHANNEL,
+        ALICE,
+        &[],
+        &mention("run: printf 'get-auk-9' > out.txt"),
+    );
+    dc.wait_for_content(CHANNEL, |t| t.starts_with("Tool said"))
+        .await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("/get out.txt"));
+    let sent = dc
+        .wait_for_call("POST", &format!("/channels/{CHANNEL}/messages"), |b| {
+            b["files"][0]["file_name"] == "out.txt"
+        })
+        .await;
+    assert_eq!(sent.body["files"][0]["content"], "get-auk-9");
+    gateway.stop().await;
 }

@@ -65,7 +65,7 @@ async fn dm_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "login", "logout", "help",
+        "review", "get", "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     assert!(
@@ -746,4 +746,42 @@ async fn a_model_is_chosen_with_a_button() {
     gateway.stop().await;
     let request = env.model.request_for("with the pressed model");
     assert_eq!(request.body["model"], model.as_str());
+}
+
+/// `/get` sends a file Codex wrote as a document, read through the app-server, and
+/// nothing from outside the chat's folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_sends_a_file_from_the_chats_folder_only() {
+    let (env, tg, config) = setup().await;
+    std::fs::write(env.dir.path().join("beside.txt"), "not yours").unwrap();
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "run: printf 'get-plover-5' > made-by-codex.txt");
+    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    tg.dm(ALICE, "/get made-by-codex.txt");
+    let sent = tg
+        .wait_for_call("sendDocument", |b| {
+            b["document"]["file_name"] == "made-by-codex.txt"
+        })
+        .await;
+    assert_eq!(sent.body["document"]["content"], "get-plover-5");
+    for (path, refusal) in [
+        (
+            "/etc/passwd",
+            "not allowed: /etc/passwd is outside this chat's folder",
+        ),
+        (
+            "../beside.txt",
+            "not allowed: ../beside.txt is outside this chat's folder",
+        ),
+        (
+            "nothing-here.txt",
+            "nothing-here.txt does not exist in this chat's folder",
+        ),
+    ] {
+        tg.dm(ALICE, &format!("/get {path}"));
+        tg.wait_for_text(ALICE, |t| t.starts_with(refusal)).await;
+    }
+    gateway.stop().await;
+    assert_eq!(tg.calls("sendDocument").len(), 1, "a refused file was sent");
 }

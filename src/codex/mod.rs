@@ -2,6 +2,7 @@
 
 mod catalog;
 mod error;
+mod files;
 mod login;
 mod orphans;
 mod process;

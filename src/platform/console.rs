@@ -79,6 +79,13 @@ async fn print_answers(
             | OutboundKind::Trouble(text)
             | OutboundKind::Answer { text, .. }
             | OutboundKind::Choices { text, .. } => format!("[gateway] {text}\n"),
+            // The file is in the chat's folder already, on this very machine.
+            OutboundKind::File { name, bytes } => {
+                format!(
+                    "[gateway] {name}: {} bytes, in this chat's folder\n",
+                    bytes.len()
+                )
+            }
             // The console prints whole replies; it cannot approve (can_approve is false).
             OutboundKind::Partial(_)
             | OutboundKind::Working(_)

@@ -19,6 +19,7 @@ pub enum Command {
     Login,
     Logout,
     Review,
+    Get,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +85,7 @@ which lasts until /new.\n\
 /usage - the account's rate limits and this chat's context use\n\
 /threads [PAGE] - recent Codex threads here, the terminal's and IDE's included\n\
 /resume ID - continue that thread in this chat (the current one stays in the history)\n\
+/get PATH - send a file from this chat's folder (20 MB at most)\n\
 /review - Codex's code review of the uncommitted changes in this chat's folder\n\
 /login, /logout - log Codex in with a device code, or out (admins, in a direct message)\n\
 /help - this text\n\
@@ -122,6 +124,7 @@ pub fn parse(text: &str) -> Input<'_> {
         "threads" => Command::Threads,
         "resume" => Command::Resume,
         "review" => Command::Review,
+        "get" => Command::Get,
         "login" => Command::Login,
         "logout" => Command::Logout,
         _ => return Input::UnknownCommand(first_word),
@@ -177,6 +180,7 @@ mod tests {
             ("/threads 2", Input::Command(Command::Threads)),
             ("/resume 019a", Input::Command(Command::Resume)),
             ("/review", Input::Command(Command::Review)),
+            ("/get out.txt", Input::Command(Command::Get)),
             ("/login", Input::Command(Command::Login)),
             ("/logout", Input::Command(Command::Logout)),
             ("/frobnicate", Input::UnknownCommand("/frobnicate")),

@@ -46,6 +46,11 @@ impl Replies<'_> {
         }
     }
 
+    /// A file for the chat.
+    pub(super) fn file(&self, name: String, bytes: Vec<u8>) {
+        self.send(OutboundKind::File { name, bytes });
+    }
+
     /// A listing whose options become buttons sending `/{command} {option}`.
     pub(super) fn choices(&self, text: String, command: &str, options: Vec<String>) {
         let slot = self.slot.lock().expect("lock").take();

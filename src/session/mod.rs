@@ -16,11 +16,13 @@ use crate::store::{ChatRecord, RetireReason, Role, StoreError, Usage};
 
 mod choices;
 mod context;
+mod files;
 mod login;
 mod threads;
 
 pub use choices::{ChatChoices, Choice, FolderRefusal, resolve_folder};
 pub use context::{Context, SessionError, SessionSettings};
+pub use files::{GetRefusal, MAX_FILE_BYTES};
 pub use login::{LOGIN_MISSING, LoginCheck, login_missing};
 pub use threads::ThreadMatch;
 

@@ -66,6 +66,14 @@ pub trait Sink: Send + Sync + 'static {
             }
         }
     }
+    /// Sends a file as a document; by default says the platform cannot.
+    fn send_file(&self, name: &str, bytes: &[u8]) -> impl Future<Output = ()> + Send {
+        let text = format!(
+            "{name} ({} bytes) cannot be sent on this platform.",
+            bytes.len()
+        );
+        async move { self.notice(&text).await }
+    }
     /// A listing with a button per option (at its answer slot, if it has one); by
     /// default its text, which names the options too.
     fn offer(

@@ -105,6 +105,7 @@ impl<S: Sink> Worker<S> {
             OutboundKind::Trouble(line) => self.show_trouble(&line).await,
             OutboundKind::Notice(text) => self.sink.notice(&text).await,
             OutboundKind::Answer { slot, text } => self.sink.answer(slot, &text).await,
+            OutboundKind::File { name, bytes } => self.sink.send_file(&name, &bytes).await,
             OutboundKind::Choices {
                 slot,
                 text,

@@ -101,6 +101,13 @@ impl Sink for DiscordChat {
         call(|| self.channel.send_message(&self.http, message.clone())).await;
     }
 
+    async fn send_file(&self, name: &str, bytes: &[u8]) {
+        let message = CreateMessage::new()
+            .add_file(CreateAttachment::bytes(bytes.to_vec(), name.to_owned()))
+            .allowed_mentions(no_pings());
+        call(|| self.channel.send_message(&self.http, message.clone())).await;
+    }
+
     /// The listing with its options as buttons (five a row, 25 at most); a slash
     /// command's listing edits its deferred response.
     async fn offer(&self, slot: Option<AnswerSlot>, text: &str, buttons: &[ChoiceButton]) {

@@ -81,6 +81,19 @@ impl Sink for TelegramChat {
         .await;
     }
 
+    async fn send_file(&self, name: &str, bytes: &[u8]) {
+        let bot = &self.shared.bot;
+        call(|| {
+            let document = InputFile::memory(bytes.to_vec()).file_name(name.to_owned());
+            let request = bot.send_document(self.target.chat_id, document);
+            match self.target.topic {
+                Some(topic) => request.message_thread_id(topic),
+                None => request,
+            }
+        })
+        .await;
+    }
+
     /// The listing with its options as buttons, two a row (Telegram has no answer slots).
     async fn offer(&self, _slot: Option<AnswerSlot>, text: &str, buttons: &[ChoiceButton]) {
         let buttons: Vec<_> = buttons

@@ -6,6 +6,7 @@
 
 mod choices;
 mod compact;
+mod files;
 mod follow;
 mod login;
 mod message;
@@ -172,6 +173,9 @@ impl Actor {
             Input::Command(Command::Login) => self.login(&replies).await,
             Input::Command(Command::Logout) => self.logout(&replies).await,
             Input::Command(Command::Review) => self.turn(&replies, TurnRequest::Review).await,
+            Input::Command(Command::Get) => {
+                self.get(&replies, command::argument(&inbound.text)).await
+            }
             Input::Text(text) => self.turn(&replies, TurnRequest::Message(text)).await,
         }
     }
