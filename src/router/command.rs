@@ -50,6 +50,7 @@ pub const MENU: &[(&str, &str)] = &[
         "review",
         "Codex reviews the uncommitted changes in this chat's folder",
     ),
+    ("get", "Send a file from this chat's folder"),
     ("login", "Log Codex in (admins, in a direct message)"),
     ("logout", "Log Codex out (admins, in a direct message)"),
     ("help", "What this bot does"),
