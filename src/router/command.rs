@@ -72,6 +72,7 @@ pub const ARGUMENTS: &[(&str, &str, &str)] = &[
         "id",
         "A thread id from /threads, or its first characters",
     ),
+    ("get", "path", "A file in this chat's folder"),
 ];
 
 pub const HELP: &str = "Talk to Codex: every message goes to this chat's Codex thread, \
