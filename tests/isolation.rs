@@ -47,6 +47,18 @@ fn chown_tree(path: &Path, uid: u32) {
     }
 }
 
+/// Codex's home and the workspace become `uid`'s, reachable through the test's folder.
+fn hand_codex_folders_to(env: &TestEnv, uid: u32) {
+    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    chown_tree(&env.codex_home(), uid);
+    chown_tree(&env.workspace(), uid);
+}
+
+/// The setting that runs Codex as `uid`.
+fn run_as(uid: u32) -> [(&'static str, String); 1] {
+    [("CODEX_GATEWAY__CODEX__RUN_AS", format!("{uid}:{uid}"))]
+}
+
 /// The gateway with Telegram for Alice and Bob, the token in a 0600 file and in the
 /// environment, and `extra` settings.
 fn telegram_envs(
@@ -103,16 +115,10 @@ async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
     }
     const CODEX_UID: u32 = 64123;
     let env = TestEnv::new().await;
-    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    chown_tree(&env.codex_home(), CODEX_UID);
-    chown_tree(&env.workspace(), CODEX_UID);
+    hand_codex_folders_to(&env, CODEX_UID);
     let telegram = FakeTelegram::start().await;
     let port = support::free_port();
-    let run_as = [(
-        "CODEX_GATEWAY__CODEX__RUN_AS",
-        format!("{CODEX_UID}:{CODEX_UID}"),
-    )];
-    let envs = telegram_envs(&env, &telegram, port, &run_as);
+    let envs = telegram_envs(&env, &telegram, port, &run_as(CODEX_UID));
     let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
     wait_healthy(port).await;
 
@@ -198,16 +204,16 @@ async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
         return;
     }
     let env = TestEnv::new().await;
-    let run_as = [("CODEX_GATEWAY__CODEX__RUN_AS", "64123:64123".to_owned())];
+    let codex_as = run_as(64123);
     // CODEX_HOME still belongs to root.
     let (status, stderr) =
-        wait_exit(gateway_command(&env, &["run"], &run_as).spawn().unwrap()).await;
+        wait_exit(gateway_command(&env, &["run"], &codex_as).spawn().unwrap()).await;
     assert!(!status.success());
     assert!(stderr.contains("chown -R 64123:64123"), "{stderr}");
 
     // A plain user cannot switch to another one.
     chown_tree(env.dir.path(), 64125);
-    let mut command = gateway_command(&env, &["run"], &run_as);
+    let mut command = gateway_command(&env, &["run"], &codex_as);
     command.uid(64125).gid(64125);
     let (status, stderr) = wait_exit(command.spawn().unwrap()).await;
     assert!(!status.success());
@@ -230,15 +236,9 @@ async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftover
     let env = TestEnv::new().await;
     let telegram = FakeTelegram::start().await;
     let port = support::free_port();
-    let run_as = [(
-        "CODEX_GATEWAY__CODEX__RUN_AS",
-        format!("{CODEX_UID}:{CODEX_UID}"),
-    )];
-    let envs = telegram_envs(&env, &telegram, port, &run_as);
+    let envs = telegram_envs(&env, &telegram, port, &run_as(CODEX_UID));
     chown_tree(env.dir.path(), GATEWAY_UID);
-    chown_tree(&env.codex_home(), CODEX_UID);
-    chown_tree(&env.workspace(), CODEX_UID);
-    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    hand_codex_folders_to(&env, CODEX_UID);
     let gateway = gateway_command(&env, &["run"], &envs);
     let mut command = std::process::Command::new("setpriv");
     let ids = GATEWAY_UID.to_string();
@@ -270,16 +270,9 @@ async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftover
     telegram
         .wait_for_text(ALICE, |t| t.starts_with("Tool said"))
         .await;
-    let owners = || {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter(|p| {
-                std::fs::read(p.path().join("cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&marker))
-            })
-            .map(|p| p.metadata().unwrap().uid())
-            .collect::<Vec<_>>()
+    let owners = || -> Vec<u32> {
+        let running = support::processes_named(&marker);
+        running.into_iter().map(support::owner_of).collect()
     };
     assert_eq!(
         owners(),

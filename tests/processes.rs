@@ -6,29 +6,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::TestEnv;
 use support::binary::{
     ALICE, fake_app_server, gateway_command, telegram_env, terminate, wait_exit, wait_healthy,
 };
 use support::telegram::FakeTelegram;
-
-/// Pids of running processes whose command line contains `marker`.
-fn processes_named(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = state
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            !zombie
-                && std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|line| String::from_utf8_lossy(&line).contains(marker))
-        })
-        .collect()
-}
+use support::{TestEnv, processes_named};
 
 async fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::error::CodexError;
+use super::error::{CodexError, INVALID_REQUEST};
 use super::process::AppServer;
 
 /// One model Codex offers.
@@ -111,8 +111,9 @@ impl AppServer {
             .await;
         match reply {
             Ok(reply) => Ok(reply.rate_limits),
-            // Codex answers "authentication required" when the login has no limits to read.
-            Err(CodexError::Rpc { .. }) => Ok(None),
+            // "authentication required": the login (an API key, a custom provider) has no
+            // limits to read. Any other refusal is an error worth showing.
+            Err(CodexError::Rpc { code, .. }) if code == INVALID_REQUEST => Ok(None),
             Err(error) => Err(error),
         }
     }

@@ -30,7 +30,7 @@ pub enum CodexError {
 }
 
 /// JSON-RPC "invalid request": what app-server answers for unknown or unloadable threads.
-const INVALID_REQUEST: i64 = -32600;
+pub(super) const INVALID_REQUEST: i64 = -32600;
 
 impl CodexError {
     /// Maps an error answer to its variant. This is the one place that reads Codex's

@@ -86,11 +86,6 @@ impl Session {
         self.live_server()?.known_rate_limits()
     }
 
-    /// The folders a chat may move to.
-    pub fn project_roots(&self) -> &[PathBuf] {
-        &self.ctx.settings.project_roots
-    }
-
     /// What the chat chose, as the turn's overrides (loaded by `start_turn` first).
     pub(super) fn overrides(&self) -> TurnOverrides {
         let choices = self.choices.clone().unwrap_or_default();

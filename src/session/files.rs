@@ -3,9 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Session;
+use super::{Session, SessionError};
 use crate::codex::CodexError;
-use crate::config::WorkspaceMode;
 
 /// Larger files are refused: Telegram's bots download at most 20 MB, and Discord's
 /// default upload limit is lower still for most servers.
@@ -51,22 +50,20 @@ pub fn resolve_file(folder: &Path, path: &str) -> Result<PathBuf, GetRefusal> {
 
 impl Session {
     /// The folder this chat works in: fixed or chosen, else its workspace folder.
-    pub fn folder(&self) -> PathBuf {
-        if let Some(folder) = self.chosen_folder() {
-            return folder.to_owned();
+    pub fn folder(&self) -> Result<PathBuf, SessionError> {
+        match self.chosen_folder() {
+            Some(folder) => Ok(folder.to_owned()),
+            None => self.workspace_folder(),
         }
-        let settings = &self.ctx.settings;
-        let folder = match settings.workspace_mode {
-            WorkspaceMode::Shared => settings.workspace.clone(),
-            WorkspaceMode::PerChat => settings.workspace.join(self.chat.folder_name()),
-        };
-        std::path::absolute(&folder).unwrap_or(folder)
     }
 
     /// The file `path` of the chat's folder, as a name and its bytes.
     pub async fn file(&mut self, path: &str) -> Result<(String, Vec<u8>), GetRefusal> {
         let _ = self.choices().await; // a chosen folder counts; unreadable choices do not
-        let resolved = resolve_file(&self.folder(), path)?;
+        let folder = self
+            .folder()
+            .map_err(|_| GetRefusal::Missing(path.into()))?;
+        let resolved = resolve_file(&folder, path)?;
         let unreadable = |error| GetRefusal::Unreadable {
             path: path.into(),
             error,

@@ -79,9 +79,4 @@ impl super::Session {
         self.ctx.login.refresh(&server).await;
         Ok(())
     }
-
-    /// What every chat shares, for work that outlives one message (a login's end).
-    pub fn context(&self) -> std::sync::Arc<super::Context> {
-        self.ctx.clone()
-    }
 }

@@ -370,16 +370,7 @@ impl Session {
         if let Some(folder) = self.chosen_folder() {
             return Ok(folder.to_owned());
         }
-        let settings = &self.ctx.settings;
-        let path = match settings.workspace_mode {
-            WorkspaceMode::Shared => settings.workspace.clone(),
-            WorkspaceMode::PerChat => settings.workspace.join(self.chat.folder_name()),
-        };
-        // Codex wants an absolute cwd.
-        let path = std::path::absolute(&path).map_err(|source| SessionError::Workspace {
-            path: path.clone(),
-            source,
-        })?;
+        let path = self.workspace_folder()?;
         server
             .create_directory(&path)
             .await
@@ -388,6 +379,16 @@ impl Session {
                 source: std::io::Error::other(error),
             })?;
         Ok(path)
+    }
+
+    /// The chat's folder under the workspace, absolute (Codex wants an absolute cwd).
+    fn workspace_folder(&self) -> Result<PathBuf, SessionError> {
+        let settings = &self.ctx.settings;
+        let path = match settings.workspace_mode {
+            WorkspaceMode::Shared => settings.workspace.clone(),
+            WorkspaceMode::PerChat => settings.workspace.join(self.chat.folder_name()),
+        };
+        std::path::absolute(&path).map_err(|source| SessionError::Workspace { path, source })
     }
 
     fn thread_settings(&self, cwd: &std::path::Path) -> ThreadSettings {

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use teloxide::payloads::{
-    EditMessageTextSetters, SendDocumentSetters, SendMessage, SendMessageSetters,
+    EditMessageTextSetters, SendDocument, SendDocumentSetters, SendMessage, SendMessageSetters,
 };
 use teloxide::prelude::{Bot, Requester};
-use teloxide::requests::JsonRequest;
+use teloxide::requests::{JsonRequest, MultipartRequest};
 use teloxide::types::{
     ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, MessageId, ParseMode,
 };
@@ -82,16 +82,7 @@ impl Sink for TelegramChat {
     }
 
     async fn send_file(&self, name: &str, bytes: &[u8]) {
-        let bot = &self.shared.bot;
-        call(|| {
-            let document = InputFile::memory(bytes.to_vec()).file_name(name.to_owned());
-            let request = bot.send_document(self.target.chat_id, document);
-            match self.target.topic {
-                Some(topic) => request.message_thread_id(topic),
-                None => request,
-            }
-        })
-        .await;
+        call(|| document(&self.shared.bot, self.target, name, bytes.to_vec())).await;
     }
 
     /// The listing with its options as buttons, two a row (Telegram has no answer slots).
@@ -128,16 +119,10 @@ impl Sink for TelegramChat {
         );
         let file = card.full_text().into_bytes();
         call(|| {
-            let document = InputFile::memory(file.clone()).file_name(ATTACHMENT_NAME);
-            let request = bot
-                .send_document(self.target.chat_id, document)
+            document(bot, self.target, ATTACHMENT_NAME, file.clone())
                 .caption(caption.clone())
                 .parse_mode(ParseMode::Html)
-                .reply_markup(keyboard.clone());
-            match self.target.topic {
-                Some(topic) => request.message_thread_id(topic),
-                None => request,
-            }
+                .reply_markup(keyboard.clone())
         })
         .await;
     }
@@ -192,6 +177,21 @@ where
 
 fn message(bot: &Bot, target: Target, text: &str) -> JsonRequest<SendMessage> {
     let request = bot.send_message(target.chat_id, text);
+    match target.topic {
+        Some(topic) => request.message_thread_id(topic),
+        None => request,
+    }
+}
+
+/// A file sent as a document to the target (its topic included).
+fn document(
+    bot: &Bot,
+    target: Target,
+    name: &str,
+    bytes: Vec<u8>,
+) -> MultipartRequest<SendDocument> {
+    let file = InputFile::memory(bytes).file_name(name.to_owned());
+    let request = bot.send_document(target.chat_id, file);
     match target.topic {
         Some(topic) => request.message_thread_id(topic),
         None => request,

@@ -255,8 +255,7 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         return;
     }
     let user_id = from.id.0;
-    let allowed = shared.config.allowed_users.contains(&(user_id as i64))
-        || shared.config.allowed_chats.contains(&message.chat.id.0);
+    let allowed = is_allowed(&shared.config, user_id, message.chat.id);
     let target = Target {
         chat_id: message.chat.id,
         topic: message.thread_id.filter(|_| message.is_topic_message),
@@ -313,6 +312,12 @@ fn dispatch(
             &(user_id as i64),
         ),
     });
+}
+
+/// Whether `user_id` may talk to the bot in `chat`: an allowed user, or a member of an
+/// allowed group.
+fn is_allowed(config: &TelegramConfig, user_id: u64, chat: ChatId) -> bool {
+    config.allowed_users.contains(&(user_id as i64)) || config.allowed_chats.contains(&chat.0)
 }
 
 /// Tells a stranger why nothing happens, and their id for the owner's allowlist; at
@@ -386,8 +391,7 @@ async fn on_choice(
         topic: message.thread_id.filter(|_| message.is_topic_message),
     };
     let from = &query.from;
-    let allowed = shared.config.allowed_users.contains(&(from.id.0 as i64))
-        || shared.config.allowed_chats.contains(&message.chat.id.0);
+    let allowed = is_allowed(&shared.config, from.id.0, message.chat.id);
     if !allowed {
         return refuse(shared, target, from.id.0);
     }

@@ -111,16 +111,16 @@ impl Actor {
                 ),
             });
         }
-        let roots = self.session.project_roots().to_vec();
+        let roots = self.ctx.settings.project_roots.clone();
         if dir.is_empty() {
-            let folder = match self.session.choices().await {
-                Ok(choices) => choices.folder,
-                Err(error) => {
-                    return replies.notice(format!("Your choices cannot be read: {error}"));
-                }
+            // The chosen folder, if any, counts once the choices are read.
+            if let Err(error) = self.session.choices().await {
+                return replies.notice(format!("Your choices cannot be read: {error}"));
+            }
+            let folder = match self.session.folder() {
+                Ok(folder) => folder.display().to_string(),
+                Err(error) => return replies.notice(error.to_string()),
             };
-            let folder =
-                folder.unwrap_or_else(|| self.ctx.settings.workspace.display().to_string());
             let roots = match roots.is_empty() {
                 true => "none (set [codex] project_roots to allow moving)".to_owned(),
                 false => roots
@@ -163,7 +163,8 @@ impl Actor {
         if lines.is_empty() {
             lines.push("Codex reports no rate-limit windows yet.".into());
         }
-        lines.push(self.context_line().await);
+        let record = self.session.record().await.ok().flatten();
+        lines.push(super::status::context_line(record.as_ref()));
         replies.notice(lines.join("\n"));
     }
 

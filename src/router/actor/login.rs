@@ -35,7 +35,7 @@ impl Actor {
             login.verification_url, login.user_code
         ));
         let later = replies.later();
-        let ctx = self.session.context();
+        let ctx = self.ctx.clone();
         let chat = self.chat.clone();
         tokio::spawn(async move {
             let text = match pending.completed(LOGIN_WAIT).await {

@@ -1,6 +1,7 @@
 //! `/status`: the chat's thread, usage, model, effort and working directory.
 
 use super::Actor;
+use crate::store::ChatRecord;
 
 impl Actor {
     pub(super) async fn status(&mut self) -> String {
@@ -17,7 +18,7 @@ impl Actor {
         let mut lines = vec![format!("Chat: {}", self.chat), format!("Thread: {thread}")];
         if let Some(record) = &record {
             lines.push(format!("Turns: {}", record.turns));
-            lines.push(self.context_line().await);
+            lines.push(context_line(Some(record)));
             if let Some(total) = record.total_tokens {
                 lines.push(format!("Tokens used by this thread: {total}"));
             }
@@ -39,16 +40,15 @@ impl Actor {
         lines.push(format!("Reasoning effort: {effort}"));
         lines.join("\n")
     }
+}
 
-    /// How full the thread's context is, as the latest turn left it.
-    pub(super) async fn context_line(&self) -> String {
-        let record = self.session.record().await.ok().flatten();
-        match record.map(|r| (r.last_tokens, r.context_window)) {
-            Some((Some(used), Some(limit))) if limit > 0 => {
-                format!("Context: {used} / {limit} tokens ({}%)", used * 100 / limit)
-            }
-            Some((Some(used), _)) => format!("Context: {used} tokens"),
-            _ => "Context: no usage reported yet".to_owned(),
+/// How full the thread's context is, as the latest turn left it.
+pub(super) fn context_line(record: Option<&ChatRecord>) -> String {
+    match record.map(|r| (r.last_tokens, r.context_window)) {
+        Some((Some(used), Some(limit))) if limit > 0 => {
+            format!("Context: {used} / {limit} tokens ({}%)", used * 100 / limit)
         }
+        Some((Some(used), _)) => format!("Context: {used} tokens"),
+        _ => "Context: no usage reported yet".to_owned(),
     }
 }
