@@ -10,7 +10,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use codex_gateway::chat::{ChatKey, Platform};
-use codex_gateway::codex::{AppServer, Notification, ThreadEvent, ThreadSettings, TurnOverrides};
+use codex_gateway::codex::{
+    AppServer, Notification, ThreadEvent, ThreadSettings, TurnOverrides, UserInput,
+};
 use codex_gateway::config::{ApprovalPolicy, SandboxMode};
 use support::telegram::FakeTelegram;
 use support::{Chat, Gateway, TestEnv};
@@ -66,9 +68,14 @@ async fn bare_turns(env: &TestEnv) -> Vec<Duration> {
     let mut events = server.subscribe(&thread);
     let mut samples = Vec::new();
     for i in 0..=TURNS {
+        let text = format!("bare {i}");
         let started = Instant::now();
         let turn = server
-            .start_turn(&thread, &[&format!("bare {i}")], &TurnOverrides::default())
+            .start_turn(
+                &thread,
+                &[UserInput::Text { text: &text }],
+                &TurnOverrides::default(),
+            )
             .await
             .unwrap();
         while let Some(event) = events.recv().await {

@@ -1,6 +1,9 @@
 //! What flows between the chat platforms and the router.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
@@ -80,6 +83,57 @@ pub struct Inbound {
     pub private: bool,
     /// The sender may log Codex in and out (`/login`, `/logout`).
     pub admin: bool,
+    /// Files sent with the message (`text` is then their caption, possibly empty).
+    pub attachments: Vec<Attachment>,
+}
+
+/// A file sent with a message. It is fetched when the chat's turn for it comes, so a
+/// chat's messages keep their order and the platform's intake never waits for a download.
+#[derive(Clone)]
+pub struct Attachment {
+    /// The file's name as sent (not yet made safe for a folder).
+    pub name: String,
+    pub kind: AttachmentKind,
+    /// The size the platform reported, when it did: larger files are refused unfetched.
+    pub size: Option<u64>,
+    pub source: Arc<dyn FetchFile>,
+}
+
+impl fmt::Debug for Attachment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Attachment")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachmentKind {
+    /// Shown to the model as an image.
+    Image,
+    /// A voice note or audio file: transcribed into text.
+    Voice,
+    /// Any other file: saved for Codex to read.
+    Document,
+}
+
+/// The result of fetching an attachment.
+pub type Fetched<'a> = Pin<Box<dyn Future<Output = Result<Vec<u8>, FetchError>> + Send + 'a>>;
+
+/// How a platform fetches one attachment's bytes.
+pub trait FetchFile: Send + Sync {
+    /// The file's bytes; more than `limit` is refused.
+    fn fetch(&self, limit: u64) -> Fetched<'_>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("it is {bytes} bytes, over the limit")]
+    TooLarge { bytes: u64 },
+    #[error("the download failed: {0}")]
+    Failed(String),
 }
 
 /// A platform's handle for the place one message's answer goes; opaque to the router.

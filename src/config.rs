@@ -21,8 +21,64 @@ pub struct Config {
     pub codex: CodexConfig,
     pub hygiene: HygieneConfig,
     pub server: ServerConfig,
+    pub chat: ChatConfig,
+    pub transcription: TranscriptionConfig,
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChatConfig {
+    /// What a message sent while a turn runs does, in chats that did not choose
+    /// (`/steer`, `/queue`).
+    pub follow_up: FollowUp,
+    /// Largest file, in MB, a person may send Codex.
+    pub max_attachment_mb: u64,
+}
+
+impl Default for ChatConfig {
+    fn default() -> Self {
+        Self {
+            follow_up: FollowUp::Steer,
+            max_attachment_mb: 20,
+        }
+    }
+}
+
+/// What becomes of a message that arrives while the chat's turn runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FollowUp {
+    /// Codex hears it in the running turn (`turn/steer`).
+    Steer,
+    /// It waits and runs as the next turn.
+    Queue,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TranscriptionConfig {
+    /// An OpenAI-compatible `audio/transcriptions` endpoint; unset, voice messages are
+    /// answered with a hint instead.
+    pub url: Option<String>,
+    pub model: String,
+    /// The environment variable holding the endpoint's API key.
+    pub api_key_env: String,
+    /// Read from `api_key_env` when the config is loaded.
+    #[serde(skip)]
+    pub api_key: Option<Secret>,
+}
+
+impl Default for TranscriptionConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            model: "whisper-1".into(),
+            api_key_env: "CODEX_GATEWAY_TRANSCRIPTION_KEY".into(),
+            api_key: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -348,9 +404,11 @@ impl Config {
             }
             builder = builder.add_source(config::File::from(path).format(config::FileFormat::Toml));
         }
+        let env: Vec<(String, String)> = env.into_iter().collect();
         let overrides = env
-            .into_iter()
+            .iter()
             .filter(|(name, _)| name.starts_with(&format!("{ENV_PREFIX}__")))
+            .cloned()
             .collect();
         let environment = config::Environment::with_prefix(ENV_PREFIX)
             .prefix_separator("__")
@@ -366,6 +424,11 @@ impl Config {
         )?;
         config.discord.token =
             token_from_file("discord", &config.discord.token, &config.discord.token_file)?;
+        let key_name = &config.transcription.api_key_env;
+        config.transcription.api_key = env
+            .iter()
+            .find(|(name, value)| name == key_name && !value.is_empty())
+            .map(|(_, value)| Secret(value.clone()));
         config.validate()?;
         Ok(config)
     }
@@ -423,6 +486,18 @@ impl Config {
                 "discord is enabled but discord.application_id is not set".into(),
             ));
         }
+        if self.chat.max_attachment_mb == 0 {
+            return Err(ConfigError::Rule(
+                "chat.max_attachment_mb must be at least 1".into(),
+            ));
+        }
+        if let Some(url) = &self.transcription.url
+            && !url.starts_with("http")
+        {
+            return Err(ConfigError::Rule(format!(
+                "transcription.url must be an http(s) URL, got {url:?}"
+            )));
+        }
         if self.telegram.enabled && !self.telegram.api_url.starts_with("http") {
             return Err(ConfigError::Rule(format!(
                 "telegram.api_url must be an http(s) URL, got {:?}",
@@ -434,10 +509,12 @@ impl Config {
 
     /// The gateway's own credentials, which must never reach the Codex child.
     pub fn secrets(&self) -> Vec<&Secret> {
-        [&self.telegram.token, &self.discord.token]
-            .into_iter()
-            .flatten()
-            .collect()
+        let keys = [
+            &self.telegram.token,
+            &self.discord.token,
+            &self.transcription.api_key,
+        ];
+        keys.into_iter().flatten().collect()
     }
 }
 

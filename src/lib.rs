@@ -14,6 +14,7 @@ pub mod router;
 pub mod server;
 pub mod session;
 pub mod store;
+pub mod transcription;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,7 @@ use crate::platform::telegram::TelegramError;
 use crate::router::Router;
 use crate::session::{Context, LoginCheck, SessionSettings};
 use crate::store::{Store, StoreError};
+use crate::transcription::{Transcriber, TranscriptionError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -41,6 +43,8 @@ pub enum StartError {
     Codex(#[from] CodexError),
     #[error(transparent)]
     RunAs(#[from] RunAsError),
+    #[error("cannot set up transcription: {0}")]
+    Transcription(#[from] TranscriptionError),
     #[error(transparent)]
     Telegram(#[from] TelegramError),
     #[error(transparent)]
@@ -78,13 +82,15 @@ impl App {
         {
             warn!("{}", session::LOGIN_MISSING);
         }
+        let transcriber = Transcriber::from_config(&config.transcription)?;
         let ctx = Arc::new(Context {
             store,
             codex,
-            settings: SessionSettings::from_config(&config.codex),
+            settings: SessionSettings::from_config(&config.codex, &config.chat),
             hygiene: config.hygiene.policy(),
             metrics: metrics::Metrics::default(),
             login,
+            transcriber,
         });
         info!(database = %config.storage.database.display(), "codex-gateway started");
         Ok(Self {

@@ -24,6 +24,10 @@ pub struct Metrics {
     pub thread_starts: Counter,
     pub compactions: Counter,
     pub approval_requests: Counter,
+    /// Messages given to a running turn (`turn/steer`).
+    pub steers: Counter,
+    /// Files, images and voice notes received.
+    pub attachments: Counter,
     errors: Family<ErrorLabels, Counter>,
     active_chats: Gauge,
     live_threads: Gauge,
@@ -55,6 +59,8 @@ impl Default for Metrics {
         let thread_starts = counter("thread_starts", "Threads started.");
         let compactions = counter("compactions", "Compactions run.");
         let approval_requests = counter("approval_requests", "Approval requests from Codex.");
+        let steers = counter("steers", "Messages added to a running turn.");
+        let attachments = counter("attachments", "Files, images and voice notes received.");
         let codex_restarts = counter(
             "codex_restarts",
             "App-server processes replaced after dying.",
@@ -79,6 +85,8 @@ impl Default for Metrics {
             thread_starts,
             compactions,
             approval_requests,
+            steers,
+            attachments,
             errors,
             codex_restarts,
             codex_wedged,

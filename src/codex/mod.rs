@@ -21,6 +21,7 @@ pub use process::AppServer;
 pub use protocol::{
     AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, ChangedFile,
     Item, Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
+    UserInput,
 };
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};

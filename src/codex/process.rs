@@ -177,16 +177,32 @@ impl AppServer {
     pub async fn start_turn(
         &self,
         thread_id: &str,
-        texts: &[&str],
+        input: &[UserInput<'_>],
         overrides: &TurnOverrides,
     ) -> Result<String, CodexError> {
         let params = TurnStartParams {
             thread_id,
-            input: texts.iter().map(|text| UserInput::Text { text }).collect(),
+            input,
             overrides,
         };
         let reply: TurnReply = self.request("turn/start", &params).await?;
         Ok(reply.turn.id)
+    }
+
+    /// Adds input to the running turn `expected_turn_id`; Codex refuses when that turn is
+    /// no longer the thread's active one, or cannot take input (a review, a compaction).
+    pub async fn steer(
+        &self,
+        thread_id: &str,
+        expected_turn_id: &str,
+        input: &[UserInput<'_>],
+    ) -> Result<(), CodexError> {
+        let params = json!({
+            "threadId": thread_id,
+            "expectedTurnId": expected_turn_id,
+            "input": input,
+        });
+        self.request::<Value>("turn/steer", params).await.map(drop)
     }
 
     /// Starts Codex's review of the uncommitted changes in the thread's folder, as a turn
@@ -236,7 +252,7 @@ impl AppServer {
         !matches!(probe.await, Err(CodexError::Timeout { .. }))
     }
 
-    async fn request<R: DeserializeOwned>(
+    pub(super) async fn request<R: DeserializeOwned>(
         &self,
         method: &str,
         params: impl Serialize,

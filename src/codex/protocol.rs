@@ -70,15 +70,22 @@ pub(crate) struct ThreadInfo {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TurnStartParams<'a> {
     pub thread_id: &'a str,
-    pub input: Vec<UserInput<'a>>,
+    pub input: &'a [UserInput<'a>],
     #[serde(flatten)]
     pub overrides: &'a TurnOverrides,
 }
 
-#[derive(Debug, Serialize)]
+/// One piece of what a person gives a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
-pub(crate) enum UserInput<'a> {
-    Text { text: &'a str },
+pub enum UserInput<'a> {
+    Text {
+        text: &'a str,
+    },
+    /// An image file on the app-server's machine.
+    LocalImage {
+        path: &'a std::path::Path,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -142,6 +149,10 @@ pub enum Item {
     /// A review's findings (`exitedReviewMode`): the review turn's answer.
     Review {
         text: String,
+    },
+    /// Files Codex wrote (a `fileChange` that was applied), as absolute paths.
+    FileChange {
+        paths: Vec<String>,
     },
     Other {
         kind: String,
@@ -299,6 +310,17 @@ impl Item {
             "exitedReviewMode" => Item::Review {
                 text: text(item, "review").unwrap_or_default(),
             },
+            "fileChange" => Item::FileChange {
+                paths: match text(item, "status").as_deref() {
+                    Some("completed") => changed_files(item)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|file| file.kind != "delete")
+                        .map(|file| file.path)
+                        .collect(),
+                    _ => Vec::new(),
+                },
+            },
             other => Item::Other {
                 kind: other.to_owned(),
             },
@@ -439,7 +461,7 @@ mod tests {
         );
         let turn = TurnStartParams {
             thread_id: "t",
-            input: vec![UserInput::Text { text: "hi" }],
+            input: &[UserInput::Text { text: "hi" }],
             overrides: &TurnOverrides::default(),
         };
         assert_eq!(

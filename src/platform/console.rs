@@ -62,6 +62,7 @@ async fn read_messages(
             // The terminal is its owner's.
             private: true,
             admin: true,
+            attachments: Vec::new(),
         });
     }
     Ok(())

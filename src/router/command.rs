@@ -20,6 +20,8 @@ pub enum Command {
     Logout,
     Review,
     Get,
+    Steer,
+    Queue,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +53,14 @@ pub const MENU: &[(&str, &str)] = &[
         "Codex reviews the uncommitted changes in this chat's folder",
     ),
     ("get", "Send a file from this chat's folder"),
+    (
+        "steer",
+        "Messages sent while Codex works join the running turn",
+    ),
+    (
+        "queue",
+        "Messages sent while Codex works wait for the next turn",
+    ),
     ("login", "Log Codex in (admins, in a direct message)"),
     ("logout", "Log Codex out (admins, in a direct message)"),
     ("help", "What this bot does"),
@@ -88,10 +98,13 @@ which lasts until /new.\n\
 /threads [PAGE] - recent Codex threads here, the terminal's and IDE's included\n\
 /resume ID - continue that thread in this chat (the current one stays in the history)\n\
 /get PATH - send a file from this chat's folder (20 MB at most)\n\
+/steer, /queue - whether a message sent while Codex works joins the running turn or waits\n\
 /review - Codex's code review of the uncommitted changes in this chat's folder\n\
 /login, /logout - log Codex in with a device code, or out (admins, in a direct message)\n\
 /help - this text\n\
-Your choices of model, effort and folder are kept across restarts and /new.";
+Send files, photos and (with transcription set up) voice notes: they are saved in the \
+chat's folder under attachments/ and Codex is told where.\n\
+Your choices of model, effort, folder and /steer or /queue are kept across restarts and /new.";
 
 /// Parses a message. A command is a lone `/word`, optionally `/word@botname` (as Telegram
 /// sends it) and optionally followed by text; `/tmp/x` and the like stay plain text.
@@ -127,6 +140,8 @@ pub fn parse(text: &str) -> Input<'_> {
         "resume" => Command::Resume,
         "review" => Command::Review,
         "get" => Command::Get,
+        "steer" => Command::Steer,
+        "queue" => Command::Queue,
         "login" => Command::Login,
         "logout" => Command::Logout,
         _ => return Input::UnknownCommand(first_word),
@@ -183,6 +198,8 @@ mod tests {
             ("/resume 019a", Input::Command(Command::Resume)),
             ("/review", Input::Command(Command::Review)),
             ("/get out.txt", Input::Command(Command::Get)),
+            ("/steer", Input::Command(Command::Steer)),
+            ("/queue", Input::Command(Command::Queue)),
             ("/login", Input::Command(Command::Login)),
             ("/logout", Input::Command(Command::Logout)),
             ("/frobnicate", Input::UnknownCommand("/frobnicate")),

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::command::MAX_INPUT_BYTES;
 use crate::codex::{CodexError, TurnStatus};
+use crate::config::FollowUp;
 use crate::session::SessionError;
 
 pub const EMPTY_MESSAGE: &str = "(empty message ignored)";
@@ -12,6 +13,28 @@ pub const STOPPING: &str = "Stopping...";
 pub const STOPPED: &str = "Stopped.";
 pub const QUEUED: &str =
     "Queued: Codex is still working on the previous message. (/stop interrupts it.)";
+pub const STEERED: &str = "Added to the running turn: Codex reads it now.";
+pub const STEER_REFUSED: &str = "Codex cannot take this into the running turn (it is a review \
+     or compaction, or it just ended), so it runs next.";
+
+pub fn follow_up_chosen(follow_up: FollowUp) -> &'static str {
+    match follow_up {
+        FollowUp::Steer => {
+            "From now on, a message sent while Codex works joins the running turn. \
+             (/queue makes it wait instead.)"
+        }
+        FollowUp::Queue => {
+            "From now on, a message sent while Codex works waits and runs as the next turn. \
+             (/steer adds it to the running turn instead.)"
+        }
+    }
+}
+
+/// A voice message's transcript, shown before Codex gets it.
+pub fn heard(transcript: &str) -> String {
+    format!("Heard: {transcript}")
+}
+
 pub fn queue_full(limit: usize) -> String {
     format!(
         "The queue is full ({limit} messages wait behind the running turn), so this one was \

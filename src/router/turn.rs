@@ -60,6 +60,8 @@ pub(super) struct TurnOutcome {
     pub usage: Option<TokenUsage>,
     /// Codex compacted the thread's context during the turn.
     pub compacted: bool,
+    /// Files Codex wrote during the turn (absolute paths, each once, in order).
+    pub changed_files: Vec<String>,
     pub timed_out: bool,
 }
 
@@ -97,10 +99,16 @@ impl TurnTracker {
                 replies: Vec::new(),
                 usage: None,
                 compacted: false,
+                changed_files: Vec::new(),
                 timed_out: false,
             },
             finished: false,
         }
+    }
+
+    /// The turn's id, once known.
+    pub(super) fn turn_id(&self) -> Option<&str> {
+        self.turn_id.as_deref()
     }
 
     pub(super) fn is_finished(&self) -> bool {
@@ -225,6 +233,13 @@ impl TurnTracker {
                 )))];
             }
             Item::ContextCompaction => self.outcome.compacted = true,
+            Item::FileChange { paths } => {
+                for path in paths {
+                    if !self.outcome.changed_files.contains(&path) {
+                        self.outcome.changed_files.push(path);
+                    }
+                }
+            }
             Item::Other { .. } => {}
         }
         Vec::new()

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::Session;
 use crate::codex::{CodexError, ModelInfo, RateLimits, TurnOverrides};
+use crate::config::FollowUp;
 use crate::store::StoreError;
 pub use crate::store::{ChatChoices, Choice};
 
@@ -59,6 +60,7 @@ impl Session {
             Choice::Model => choices.model = value,
             Choice::Effort => choices.effort = value,
             Choice::Folder => choices.folder = value,
+            Choice::FollowUp => choices.follow_up = value,
         }
         self.choices = Some(choices);
         Ok(())
@@ -93,6 +95,17 @@ impl Session {
             cwd: self.chosen_folder().map(|f| f.display().to_string()),
             model: choices.model,
             effort: choices.effort,
+        }
+    }
+
+    /// What a message sent during this chat's turn does: its choice, else the default.
+    /// Read once the chat's choices are loaded (every turn loads them first).
+    pub fn follow_up(&self) -> FollowUp {
+        let chosen = self.choices.as_ref().and_then(|c| c.follow_up.as_deref());
+        match chosen {
+            Some("queue") => FollowUp::Queue,
+            Some("steer") => FollowUp::Steer,
+            _ => self.ctx.settings.follow_up,
         }
     }
 

@@ -4,10 +4,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::codex::{Codex, CodexError};
-use crate::config::{ApprovalPolicy, CodexConfig, SandboxMode, WorkspaceMode};
+use crate::config::{
+    ApprovalPolicy, ChatConfig, CodexConfig, FollowUp, SandboxMode, WorkspaceMode,
+};
 use crate::hygiene::Policy;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
+use crate::transcription::Transcriber;
 
 use super::LoginCheck;
 
@@ -19,6 +22,8 @@ pub struct Context {
     pub hygiene: Policy,
     pub metrics: Metrics,
     pub login: LoginCheck,
+    /// Turns voice messages into text, when configured.
+    pub transcriber: Option<Transcriber>,
 }
 
 /// How threads are created and turns are bounded.
@@ -36,10 +41,14 @@ pub struct SessionSettings {
     pub project_roots: Vec<PathBuf>,
     /// Folders fixed per chat key by the config.
     pub chat_folders: std::collections::BTreeMap<String, PathBuf>,
+    /// What a message sent during a turn does in chats that did not choose.
+    pub follow_up: FollowUp,
+    /// Larger files sent to Codex are refused.
+    pub max_attachment_bytes: u64,
 }
 
 impl SessionSettings {
-    pub fn from_config(codex: &CodexConfig) -> Self {
+    pub fn from_config(codex: &CodexConfig, chat: &ChatConfig) -> Self {
         Self {
             workspace: codex.workspace.clone(),
             workspace_mode: codex.workspace_mode,
@@ -51,6 +60,8 @@ impl SessionSettings {
             max_queued: codex.max_queued_messages,
             project_roots: codex.project_roots.clone(),
             chat_folders: codex.chat_folders.clone(),
+            follow_up: chat.follow_up,
+            max_attachment_bytes: chat.max_attachment_mb * 1024 * 1024,
         }
     }
 }

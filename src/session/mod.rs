@@ -9,17 +9,19 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::chat::ChatKey;
-use crate::codex::{AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage};
+use crate::codex::{AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage, UserInput};
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
 use crate::store::{ChatRecord, RetireReason, Role, StoreError, Usage};
 
+mod attachments;
 mod choices;
 mod context;
 mod files;
 mod login;
 mod threads;
 
+pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
 pub use choices::{ChatChoices, Choice, FolderRefusal, resolve_folder};
 pub use context::{Context, SessionError, SessionSettings};
 pub use files::{GetRefusal, MAX_FILE_BYTES};
@@ -45,7 +47,7 @@ struct LiveThread {
 #[derive(Debug, Clone, Copy)]
 pub enum TurnRequest<'a> {
     /// The user's message.
-    Message(&'a str),
+    Message(&'a Prompt),
     /// Codex's review of the uncommitted changes in the chat's folder.
     Review,
 }
@@ -105,11 +107,12 @@ impl Session {
             (true, TurnRequest::Message(_)) => Some(self.transcript_seed().await?),
             _ => None,
         };
-        let text = match request {
-            TurnRequest::Message(text) => text,
-            TurnRequest::Review => "/review",
+        let (text, prompt) = match request {
+            TurnRequest::Message(prompt) => (prompt.text.as_str(), prompt.inputs()),
+            TurnRequest::Review => ("/review", Vec::new()),
         };
-        let inputs: Vec<&str> = seed.as_deref().into_iter().chain([text]).collect();
+        let seed = seed.as_deref().map(|text| UserInput::Text { text });
+        let inputs: Vec<UserInput<'_>> = seed.into_iter().chain(prompt).collect();
         let overrides = self.overrides();
         let turn_id = match self.send_turn(request, &inputs, &overrides).await {
             // The process lost the thread (restart raced us): resume and try once more.
@@ -133,7 +136,7 @@ impl Session {
     async fn send_turn(
         &self,
         request: TurnRequest<'_>,
-        inputs: &[&str],
+        inputs: &[UserInput<'_>],
         overrides: &crate::codex::TurnOverrides,
     ) -> Result<String, CodexError> {
         let live = self
@@ -148,6 +151,24 @@ impl Session {
             }
             TurnRequest::Review => live.server.start_review(&live.thread_id).await,
         }
+    }
+
+    /// Gives `prompt` to the running turn `turn_id`; Codex refuses when that turn has
+    /// ended or cannot take input. The text joins the transcript as the user's.
+    pub async fn steer(&self, turn_id: &str, prompt: &Prompt) -> Result<(), SessionError> {
+        let live = self.live.as_ref().ok_or(CodexError::ProcessExited)?;
+        let thread_id = live.thread_id.clone();
+        live.server
+            .steer(&thread_id, turn_id, &prompt.inputs())
+            .await?;
+        // Codex has it now: a failed write loses a transcript line, never the message.
+        let store = &self.ctx.store;
+        let stored = store.append_transcript(&self.chat, &thread_id, Role::User, &prompt.text);
+        if let Err(error) = stored.await {
+            warn!(chat = %self.chat, %error, "could not store a steered message");
+            self.ctx.metrics.error("store");
+        }
+        Ok(())
     }
 
     /// Stores a started turn: the thread id (once it has a rollout) and the user's text.

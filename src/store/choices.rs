@@ -1,4 +1,5 @@
-//! A chat's own choices: model, reasoning effort and folder, kept across restarts and
+//! A chat's own choices: model, reasoning effort, folder and what a message sent during
+//! a turn does, kept across restarts and
 //! `/new` (they live on the chat's row, which a new thread keeps).
 
 use tracing::instrument;
@@ -12,6 +13,8 @@ pub struct ChatChoices {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub folder: Option<String>,
+    /// `steer` or `queue`.
+    pub follow_up: Option<String>,
 }
 
 /// One of the choices.
@@ -20,6 +23,7 @@ pub enum Choice {
     Model,
     Effort,
     Folder,
+    FollowUp,
 }
 
 impl Choice {
@@ -42,6 +46,11 @@ impl Choice {
                  VALUES (?1, '', ?2, ?2, ?3)
                  ON CONFLICT (chat_key) DO UPDATE SET folder = excluded.folder"
             }
+            Choice::FollowUp => {
+                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, follow_up)
+                 VALUES (?1, '', ?2, ?2, ?3)
+                 ON CONFLICT (chat_key) DO UPDATE SET follow_up = excluded.follow_up"
+            }
         }
     }
 }
@@ -49,10 +58,11 @@ impl Choice {
 impl Store {
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn choices(&self, chat: &ChatKey) -> Result<ChatChoices, StoreError> {
-        let choices = sqlx::query_as("SELECT model, effort, folder FROM chats WHERE chat_key = ?")
-            .bind(chat.to_string())
-            .fetch_optional(&self.pool)
-            .await?;
+        let choices =
+            sqlx::query_as("SELECT model, effort, folder, follow_up FROM chats WHERE chat_key = ?")
+                .bind(chat.to_string())
+                .fetch_optional(&self.pool)
+                .await?;
         Ok(choices.unwrap_or_default())
     }
 

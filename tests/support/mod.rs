@@ -235,6 +235,7 @@ impl Chat {
             can_approve: self.can_approve,
             private: true,
             admin: true,
+            attachments: Vec::new(),
         });
     }
 

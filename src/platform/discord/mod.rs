@@ -3,6 +3,7 @@
 //! through their interaction; approvals are buttons. Serenity reconnects and RESUMEs the
 //! gateway by itself; conversations live in the router, so they survive that.
 
+mod attachments;
 mod delivery;
 mod inbound;
 mod order;
@@ -27,7 +28,7 @@ use super::approvals::{self, Pressed, Presser};
 use super::choices;
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
-use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbox, Platform};
+use crate::chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform};
 use crate::config::{DiscordConfig, is_admin};
 use crate::platform;
 use crate::platform::delivery::Pace;
@@ -257,18 +258,15 @@ impl Intake {
             return;
         }
         let text = inbound::strip_mention(&message.content, self.bot_id());
-        if text.is_empty() {
-            let hint = if message.attachments.is_empty() {
-                "I received an empty message. If you wrote text, the bot needs the Message Content intent (see the README)."
-            } else {
-                "I can only read text: please describe the attachment in words."
-            };
+        let files = attachments::of(&message.attachments);
+        if text.is_empty() && files.is_empty() {
+            let hint = "I received an empty message. If you wrote text, the bot needs the Message Content intent (see the README).";
             delivery::send_plain(http, message.channel_id, hint).await;
             return;
         }
         let chat = chat_key(message.channel_id);
         let author = self.author(&message.author, dm);
-        self.dispatch(message.id.get(), chat, author, text, None);
+        self.dispatch(message.id.get(), chat, author, text, files, None);
     }
 
     /// Who sent a message, and where: in a DM (`private`) or a guild channel.
@@ -288,6 +286,7 @@ impl Intake {
         chat: ChatKey,
         author: Author,
         text: String,
+        attachments: Vec<Attachment>,
         slot: Option<AnswerSlot>,
     ) {
         let Some(reply_to) = self.outbox.lock().expect("lock").clone() else {
@@ -302,6 +301,7 @@ impl Intake {
             can_approve: true,
             private: author.private,
             admin: author.admin,
+            attachments,
         };
         self.in_order.dispatch(snowflake, inbound);
     }
@@ -359,7 +359,7 @@ impl Intake {
         };
         let author = self.author(&command.user, command.guild_id.is_none());
         let (slot, deferred) = self.commands.hold(command.clone());
-        self.dispatch(command.id.get(), chat, author, text, Some(slot));
+        self.dispatch(command.id.get(), chat, author, text, Vec::new(), Some(slot));
         if let Err(error) = command.defer(http).await {
             warn!(%error, "discord: could not defer a slash command");
         }
@@ -379,7 +379,7 @@ impl Intake {
             }
             let chat = chat_key(button.channel_id);
             let author = self.author(&button.user, button.guild_id.is_none());
-            self.dispatch(button.id.get(), chat, author, text, None);
+            self.dispatch(button.id.get(), chat, author, text, Vec::new(), None);
             // Acknowledged without a change; what the command says comes as a message.
             return respond(button.create_response(http, CreateInteractionResponse::Acknowledge))
                 .await;

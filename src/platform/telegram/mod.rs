@@ -3,6 +3,7 @@
 //! replays updates: it is stored before an update is handed to the router, and a graceful
 //! stop drains every handed-over message.
 
+mod attachments;
 mod delivery;
 mod inbound;
 
@@ -22,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{Inbound, Outbox, Platform};
+use crate::chat::{Attachment, Inbound, Outbox, Platform};
 use crate::config::{self, TelegramConfig};
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
@@ -263,17 +264,28 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
     if !allowed {
         return refuse(shared, target, user_id);
     }
-    let Some(text) = text else {
-        let hint =
-            "I can only read text: please send your request as a message (a caption works too).";
+    let files = attachments::of(&shared.bot, &message);
+    if text.is_none() && files.is_empty() {
+        let hint = "I can read text, photos, files and voice notes, but not this kind of \
+                    message: please send your request as text.";
         tokio::spawn(delivery::send_plain(
             shared.bot.clone(),
             target,
             hint.into(),
         ));
         return;
+    }
+    let sent = Sent {
+        text: text.unwrap_or_default(),
+        files,
     };
-    dispatch(shared, router, outbox, from, target, private, text);
+    dispatch(shared, router, outbox, from, target, private, sent);
+}
+
+/// What a person sent: text (or a caption) and files.
+struct Sent<'a> {
+    text: &'a str,
+    files: Vec<Attachment>,
 }
 
 /// Hands what `from` wrote (or a button of theirs stood for) to the router.
@@ -284,7 +296,7 @@ fn dispatch(
     from: &User,
     target: Target,
     private: bool,
-    text: &str,
+    sent: Sent<'_>,
 ) {
     let user_id = from.id.0;
     let origin = Origin {
@@ -301,7 +313,8 @@ fn dispatch(
     router.dispatch(Inbound {
         chat,
         user,
-        text: inbound::strip_mention(text, &shared.username),
+        text: inbound::strip_mention(sent.text, &shared.username),
+        attachments: sent.files,
         reply_to: outbox.clone(),
         answer_slot: None,
         can_approve: true,
@@ -402,7 +415,10 @@ async fn on_choice(
         from,
         target,
         message.chat.is_private(),
-        text,
+        Sent {
+            text,
+            files: Vec::new(),
+        },
     );
 }
 

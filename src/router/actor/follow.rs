@@ -54,7 +54,7 @@ impl Actor {
                     Some(ThreadEvent::ProcessExited) | None => Input::ProcessLost,
                 },
                 message = self.mailbox.recv(), if self.mailbox_open => match message {
-                    Some(message) => match self.while_busy(message).await {
+                    Some(message) => match self.while_busy(message, tracker.turn_id()).await {
                         true => Input::Stop,
                         false => continue,
                     },

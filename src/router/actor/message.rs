@@ -3,14 +3,49 @@
 use tracing::{error, info, warn};
 
 use super::Actor;
-use crate::chat::OutboundKind;
+use crate::chat::{Inbound, OutboundKind};
 use crate::codex::TurnStatus;
+use crate::router::command::{self, Input};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
-use crate::session::TurnRequest;
+use crate::session::{Prompt, TurnRequest};
 
 impl Actor {
+    /// What a message gives Codex: its text, or its files with their caption. `None` when
+    /// it has nothing for Codex, or its files were refused (the chat is told why).
+    pub(super) async fn prompt_of(
+        &mut self,
+        replies: &Replies<'_>,
+        inbound: &Inbound,
+    ) -> Option<Prompt> {
+        if inbound.attachments.is_empty() {
+            return match command::parse(&inbound.text) {
+                Input::Text(text) => Some(Prompt::text(text)),
+                _ => None,
+            };
+        }
+        let files = inbound.attachments.len() as u64;
+        self.ctx.metrics.attachments.inc_by(files);
+        match self
+            .session
+            .prompt(&inbound.text, &inbound.attachments)
+            .await
+        {
+            Ok(prompt) => {
+                for transcript in &prompt.transcripts {
+                    replies.notice(texts::heard(transcript));
+                }
+                Some(prompt)
+            }
+            Err(refusal) => {
+                warn!(chat = %self.chat, %refusal, "files refused");
+                replies.notice(refusal.to_string());
+                None
+            }
+        }
+    }
+
     /// A message for Codex, or (`/review`) a review: one turn either way.
     pub(super) async fn turn(&mut self, replies: &Replies<'_>, request: TurnRequest<'_>) {
         if self.ctx.login.still_missing(&self.ctx.codex).await {
@@ -40,10 +75,11 @@ impl Actor {
         match reply.is_empty() {
             true if *status == TurnStatus::Completed => replies.notice(texts::NO_REPLY),
             true => {}
-            false => replies.send(OutboundKind::Reply(reply)),
+            false => replies.send(OutboundKind::Reply(reply.clone())),
         }
         let marker = texts::turn_marker(*status, outcome.timed_out, error.as_deref());
         replies.send(OutboundKind::TurnEnded { marker });
+        self.offer_files(replies, &outcome.changed_files, &reply);
         if let Some(record) = record {
             self.hygiene(replies, &record).await;
         }

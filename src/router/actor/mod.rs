@@ -1,7 +1,8 @@
 //! One task per active chat: runs its turns one at a time and answers commands.
 //!
-//! While a turn runs, `/stop`, `/status` and `/help` are answered at once; any other
-//! message is queued and handled, in order, after the turn ends (never dropped).
+//! While a turn runs, `/stop`, `/status` and `/help` are answered at once; a message for
+//! Codex joins the running turn when the chat steers (`steer`); anything else is queued
+//! and handled, in order, after the turn ends (never dropped).
 //! Each command has its own handler module; following a turn is `follow`.
 
 mod choices;
@@ -12,6 +13,7 @@ mod login;
 mod message;
 mod new;
 mod status;
+mod steer;
 mod threads;
 
 use std::collections::VecDeque;
@@ -26,10 +28,16 @@ use super::command::{self, Command, HELP, Input};
 use super::replies::Replies;
 use super::texts;
 use crate::chat::{ChatKey, Decision, Inbound};
-use crate::session::{Context, Session, SessionError, TurnRequest};
+use crate::config::FollowUp;
+use crate::session::{Context, Prompt, Session, SessionError, TurnRequest};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),
+    /// A message whose files are already fetched and saved (a steer Codex refused).
+    Prepared {
+        inbound: Inbound,
+        prompt: Prompt,
+    },
     /// A person's answer to an approval prompt; `done` learns whether it was still pending.
     Decide {
         id: u64,
@@ -105,6 +113,14 @@ impl Actor {
                     self.activity.touch();
                     self.activity.set_busy(!self.queue.is_empty());
                 }
+                ActorMsg::Prepared { inbound, prompt } => {
+                    self.activity.touch();
+                    self.activity.set_busy(true);
+                    let replies = Replies::to(&inbound);
+                    self.turn(&replies, TurnRequest::Message(&prompt)).await;
+                    self.activity.touch();
+                    self.activity.set_busy(!self.queue.is_empty());
+                }
             }
         }
     }
@@ -116,7 +132,7 @@ impl Actor {
             self.queue.push_back(message);
         }
         for message in self.queue.drain(..) {
-            if let ActorMsg::Inbound(inbound) = message {
+            if let ActorMsg::Inbound(inbound) | ActorMsg::Prepared { inbound, .. } = message {
                 Replies::to(&inbound).notice(texts::RESTART_DROPPED);
             }
         }
@@ -138,7 +154,14 @@ impl Actor {
 
     async fn handle(&mut self, inbound: Inbound) {
         let replies = Replies::to(&inbound);
-        info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), "message");
+        info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), files = inbound.attachments.len(), "message");
+        if !inbound.attachments.is_empty() {
+            // The text is the files' caption, for Codex even when it looks like a command.
+            if let Some(prompt) = self.prompt_of(&replies, &inbound).await {
+                self.turn(&replies, TurnRequest::Message(&prompt)).await;
+            }
+            return;
+        }
         match command::parse(&inbound.text) {
             Input::Empty => replies.notice(texts::EMPTY_MESSAGE),
             Input::TooLong { bytes } => {
@@ -176,13 +199,23 @@ impl Actor {
             Input::Command(Command::Get) => {
                 self.get(&replies, command::argument(&inbound.text)).await
             }
-            Input::Text(text) => self.turn(&replies, TurnRequest::Message(text)).await,
+            Input::Command(Command::Steer) => {
+                self.choose_follow_up(&replies, FollowUp::Steer).await
+            }
+            Input::Command(Command::Queue) => {
+                self.choose_follow_up(&replies, FollowUp::Queue).await
+            }
+            Input::Text(text) => {
+                let prompt = Prompt::text(text);
+                self.turn(&replies, TurnRequest::Message(&prompt)).await
+            }
         }
     }
 
-    /// A message that arrives while a turn runs. Returns whether it asks to stop the turn.
-    async fn while_busy(&mut self, message: ActorMsg) -> bool {
-        let mut inbound = match message {
+    /// A message that arrives while the turn `turn_id` runs (the id unknown until a
+    /// compaction starts). Returns whether it asks to stop the turn.
+    async fn while_busy(&mut self, message: ActorMsg, turn_id: Option<&str>) -> bool {
+        let inbound = match message {
             ActorMsg::Inbound(inbound) => inbound,
             ActorMsg::Decide { id, decision, done } => {
                 let answered = self.approvals.answer(id, decision);
@@ -190,38 +223,48 @@ impl Actor {
                 let _ = done.send(answered);
                 return false;
             }
-            ActorMsg::Unload => {
+            ActorMsg::Unload | ActorMsg::Prepared { .. } => {
                 self.queue.push_back(message);
                 return false;
             }
         };
+        let parsed = command::parse(&inbound.text);
+        let for_codex = matches!(parsed, Input::Text(_)) || !inbound.attachments.is_empty();
         let replies = Replies::to(&inbound);
-        match command::parse(&inbound.text) {
+        let answered = match parsed {
             Input::Command(Command::Stop) => {
                 info!(chat = %self.chat, "stop requested");
                 replies.notice(texts::STOPPING);
                 return true;
             }
-            Input::Command(Command::Status) => replies.notice(self.status().await),
-            Input::Command(Command::Help) => replies.notice(HELP),
+            Input::Command(Command::Status) => {
+                replies.notice(self.status().await);
+                true
+            }
+            Input::Command(Command::Help) => {
+                replies.notice(HELP);
+                true
+            }
             _ if self.queued_messages() >= self.ctx.settings.max_queued => {
                 let limit = self.ctx.settings.max_queued;
                 warn!(chat = %self.chat, limit, "queue full; message refused");
                 replies.notice(texts::queue_full(limit));
+                true
             }
-            _ => {
-                replies.notice(texts::QUEUED);
-                // The queued notice answered the message; its result comes as a notice.
-                inbound.answer_slot = None;
-                self.queue.push_back(ActorMsg::Inbound(inbound));
-            }
+            _ => false,
+        };
+        match (answered, for_codex) {
+            (true, _) => {}
+            (false, true) => self.steer_or_queue(inbound, turn_id).await,
+            (false, false) => self.queue_message(inbound, texts::QUEUED),
         }
         false
     }
 
     /// Messages waiting behind the running turn.
     fn queued_messages(&self) -> usize {
-        let is_message = |m: &&ActorMsg| matches!(m, ActorMsg::Inbound(_));
+        let is_message =
+            |m: &&ActorMsg| matches!(m, ActorMsg::Inbound(_) | ActorMsg::Prepared { .. });
         self.queue.iter().filter(is_message).count()
     }
 

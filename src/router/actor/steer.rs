@@ -1,0 +1,61 @@
+//! A message that arrives while Codex works: given to the running turn (`turn/steer`), or
+//! queued for the next one; and `/steer`, `/queue` to choose which, per chat.
+
+use tracing::{info, warn};
+
+use super::{Actor, ActorMsg};
+use crate::chat::Inbound;
+use crate::config::FollowUp;
+use crate::router::replies::Replies;
+use crate::router::texts;
+use crate::session::Choice;
+
+impl Actor {
+    /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.
+    pub(super) async fn choose_follow_up(&mut self, replies: &Replies<'_>, follow_up: FollowUp) {
+        let value = match follow_up {
+            FollowUp::Steer => "steer",
+            FollowUp::Queue => "queue",
+        };
+        match self.session.choose(Choice::FollowUp, Some(value)).await {
+            Ok(()) => replies.notice(texts::follow_up_chosen(follow_up)),
+            Err(error) => self.report(replies, &error.into()),
+        }
+    }
+
+    /// Gives a message for Codex to the running turn `turn_id`, when the chat steers and
+    /// Codex takes it; otherwise queues it for the next turn.
+    pub(super) async fn steer_or_queue(&mut self, inbound: Inbound, turn_id: Option<&str>) {
+        let steering = self.session.follow_up() == FollowUp::Steer;
+        let Some(turn_id) = turn_id.filter(|_| steering) else {
+            return self.queue_message(inbound, texts::QUEUED);
+        };
+        let replies = Replies::to(&inbound);
+        let Some(prompt) = self.prompt_of(&replies, &inbound).await else {
+            return; // its files were refused, and the chat told why
+        };
+        match self.session.steer(turn_id, &prompt).await {
+            Ok(()) => {
+                info!(chat = %self.chat, turn_id, "message added to the running turn");
+                self.ctx.metrics.steers.inc();
+                replies.notice(texts::STEERED);
+            }
+            Err(error) => {
+                // The turn just ended, or cannot take input (a review, a compaction).
+                warn!(chat = %self.chat, turn_id, %error, "steer refused; message queued");
+                replies.notice(texts::STEER_REFUSED);
+                let mut inbound = inbound;
+                inbound.answer_slot = None;
+                self.queue.push_back(ActorMsg::Prepared { inbound, prompt });
+            }
+        }
+    }
+
+    /// Puts a message behind the running turn, telling the chat `notice`.
+    pub(super) fn queue_message(&mut self, mut inbound: Inbound, notice: &str) {
+        Replies::to(&inbound).notice(notice);
+        // The notice answered the message; its result comes as a notice.
+        inbound.answer_slot = None;
+        self.queue.push_back(ActorMsg::Inbound(inbound));
+    }
+}
