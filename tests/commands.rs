@@ -35,7 +35,7 @@ async fn stop_interrupts_the_running_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_during_a_turn_are_queued_in_order() {
     let env = TestEnv::new().await;
-    let app = env.start().await;
+    let app = env.start_queueing().await;
     let mut chat = Chat::new("queue");
     chat.send(&app, "slow: first answer");
     chat.send(&app, "second");
@@ -305,7 +305,7 @@ async fn a_started_turn_is_delivered_even_if_the_database_fails() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_refuses_more_and_says_so() {
     let env = TestEnv::new().await;
-    let app = env.start().await;
+    let app = env.start_queueing().await;
     let mut chat = Chat::new("flooded");
     chat.send(&app, "slow: a turn that the queue waits for");
     chat.wait_for(|k| matches!(k, OutboundKind::Partial(_)).then_some(()))

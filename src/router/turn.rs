@@ -223,7 +223,9 @@ impl TurnTracker {
         match item {
             Item::AgentMessage { text } | Item::Review { text } => {
                 self.streaming.clear();
-                if !text.is_empty() {
+                // A review's findings come as its result and again as a message.
+                let repeated = self.outcome.replies.last() == Some(&text);
+                if !text.is_empty() && !repeated {
                     self.outcome.replies.push(text);
                 }
             }

@@ -118,6 +118,13 @@ impl TestEnv {
         App::start(&self.config()).await.expect("app starts")
     }
 
+    /// A gateway whose chats queue messages sent during a turn instead of steering.
+    pub async fn start_queueing(&self) -> App {
+        let mut config = self.config();
+        config.chat.follow_up = codex_gateway::config::FollowUp::Queue;
+        App::start(&config).await.expect("app starts")
+    }
+
     /// Running processes whose CODEX_HOME is this environment's: the app-servers started
     /// for it (by the test or by a gateway binary it ran).
     pub fn codex_processes(&self) -> Vec<u32> {
