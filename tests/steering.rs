@@ -75,7 +75,11 @@ async fn a_message_during_a_turn_reaches_the_model_inside_that_turn() {
             serde_json::from_str(&r.headers["x-codex-turn-metadata"]).unwrap();
         meta["turn_id"].as_str().unwrap().to_owned()
     };
-    assert_eq!(turn_of(&steered), turn_of(&first), "the steer ran a turn of its own");
+    assert_eq!(
+        turn_of(&steered),
+        turn_of(&first),
+        "the steer ran a turn of its own"
+    );
     // The next message is an ordinary turn on the same thread.
     assert_eq!(chat.ask(&app, "after").await, "Echo: after");
     assert_eq!(replies(&chat).len(), 2, "{:?}", chat.seen);

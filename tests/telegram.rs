@@ -65,7 +65,7 @@ async fn dm_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "get", "login", "logout", "help",
+        "review", "get", "steer", "queue", "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     assert!(
@@ -366,8 +366,8 @@ async fn strangers_are_refused_and_reach_no_model() {
         t.contains("not allowed") && t.contains("3003")
     })
     .await;
-    tg.dm_photo(ALICE);
-    tg.wait_for_text(ALICE, |t| t.contains("I can only read text"))
+    tg.dm_location(ALICE);
+    tg.wait_for_text(ALICE, |t| t.contains("not this kind of message"))
         .await;
     gateway.stop().await;
     assert!(

@@ -45,6 +45,8 @@ struct Inner {
     /// Files sent with the bot's messages: id -> [(file name, content)].
     attachments: Mutex<BTreeMap<u64, Vec<(String, String)>>>,
     threads: Mutex<HashMap<u64, u64>>,
+    /// Files people attached, served under `/attachments/<id>/<name>` like Discord's CDN.
+    cdn: Mutex<HashMap<String, Vec<u8>>>,
     /// (method, path part, status): answered once each to the next matching REST call.
     faults: Mutex<Vec<(String, String, u16)>>,
     connection: Mutex<Option<mpsc::UnboundedSender<Outgoing>>>,
@@ -103,6 +105,7 @@ impl FakeDiscord {
         let app = Router::new()
             .route("/gateway", get(gateway))
             .route("/api/v10/{*path}", any(rest))
+            .route("/attachments/{*path}", get(cdn))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -154,6 +157,35 @@ impl FakeDiscord {
     pub fn channel_message(&self, channel: u64, author: u64, roles: &[u64], content: &str) {
         let mut data = message(self.next_id(), channel, author, content, true);
         data["member"] = member(author, roles);
+        data["member"].as_object_mut().unwrap().remove("user");
+        self.dispatch("MESSAGE_CREATE", data);
+    }
+
+    /// A guild message with files, each (file name, content type, bytes), on the fake's
+    /// CDN as Discord keeps them.
+    pub fn channel_message_with_files(
+        &self,
+        channel: u64,
+        author: u64,
+        content: &str,
+        files: &[(&str, &str, &[u8])],
+    ) {
+        let id = self.next_id();
+        let attachments: Vec<Value> = files
+            .iter()
+            .enumerate()
+            .map(|(n, (name, content_type, bytes))| {
+                let path = format!("{id}/{n}/{name}");
+                let url = format!("{}/attachments/{path}", self.url);
+                self.inner.cdn.lock().unwrap().insert(path, bytes.to_vec());
+                json!({"id": (id + n as u64 + 1).to_string(), "filename": name,
+                       "size": bytes.len(), "url": url, "proxy_url": url,
+                       "content_type": content_type})
+            })
+            .collect();
+        let mut data = message(id, channel, author, content, true);
+        data["attachments"] = json!(attachments);
+        data["member"] = member(author, &[]);
         data["member"].as_object_mut().unwrap().remove("user");
         self.dispatch("MESSAGE_CREATE", data);
     }
@@ -311,6 +343,13 @@ impl FakeDiscord {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+}
+
+async fn cdn(State(inner): State<Arc<Inner>>, Path(path): Path<String>) -> Response {
+    match inner.cdn.lock().unwrap().get(&path) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 

@@ -12,7 +12,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -56,6 +56,8 @@ struct Inner {
     messages: Mutex<BTreeMap<i64, Value>>,
     /// Files the bot sent: (file name, content) by message id.
     documents: Mutex<BTreeMap<i64, (String, String)>>,
+    /// Files people "sent", by file id, served by getFile and the file download.
+    files: Mutex<BTreeMap<String, Vec<u8>>>,
     /// Error answers to give, once each, to the next call of a method.
     faults: Mutex<Vec<(String, Value)>>,
     next_update: AtomicI64,
@@ -97,6 +99,7 @@ impl FakeTelegram {
         });
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
+            .route("/file/{bot}/{*path}", get(download))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -156,12 +159,38 @@ impl FakeTelegram {
         self.push("message", self.message(chat_id, user_id, text, topic));
     }
 
-    /// A photo without a caption.
-    pub fn dm_photo(&self, user_id: i64) {
+    /// A location: a kind of message the bot cannot read.
+    pub fn dm_location(&self, user_id: i64) {
         let mut message = self.message(user_id, user_id, "", None);
         message.as_object_mut().unwrap().remove("text");
-        message["photo"] =
-            json!([{"file_id": "f1", "file_unique_id": "u1", "width": 10, "height": 10}]);
+        message["location"] = json!({"latitude": 52.5, "longitude": 13.4});
+        self.push("message", message);
+    }
+
+    /// Makes a file downloadable under `file_id`, as Telegram keeps what people send.
+    pub fn add_file(&self, file_id: &str, bytes: &[u8]) {
+        let mut files = self.inner.files.lock().unwrap();
+        files.insert(file_id.to_owned(), bytes.to_vec());
+    }
+
+    /// The file fields Telegram gives a message for `file_id` (its size as added).
+    pub fn file_meta(&self, file_id: &str) -> Value {
+        let files = self.inner.files.lock().unwrap();
+        let size = files.get(file_id).map_or(0, Vec::len);
+        json!({"file_id": file_id, "file_unique_id": format!("u-{file_id}"), "file_size": size})
+    }
+
+    /// A direct message with `fields` (`photo`, `document`, `voice`...) and a caption.
+    pub fn dm_with(&self, user_id: i64, caption: &str, fields: Value) {
+        let mut message = self.message(user_id, user_id, "", None);
+        let object = message.as_object_mut().unwrap();
+        object.remove("text");
+        if !caption.is_empty() {
+            object.insert("caption".into(), json!(caption));
+        }
+        for (key, value) in fields.as_object().unwrap() {
+            object.insert(key.clone(), value.clone());
+        }
         self.push("message", message);
     }
 
@@ -406,6 +435,19 @@ pub fn visible_text(html: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// A file download (`/file/bot<token>/<file_path>`), as getFile named it.
+async fn download(
+    State(inner): State<Arc<Inner>>,
+    Path((_bot, path)): Path<(String, String)>,
+) -> Result<Vec<u8>, axum::http::StatusCode> {
+    let id = path.strip_prefix("files/").unwrap_or_default();
+    let files = inner.files.lock().unwrap();
+    files
+        .get(id)
+        .cloned()
+        .ok_or(axum::http::StatusCode::NOT_FOUND)
+}
+
 async fn handle(
     State(inner): State<Arc<Inner>>,
     Path((_bot, method)): Path<(String, String)>,
@@ -465,6 +507,16 @@ async fn handle(
         }
         "getwebhookinfo" => {
             json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
+        }
+        "getfile" => {
+            let id = body["file_id"].as_str().unwrap_or_default().to_owned();
+            let size = inner.files.lock().unwrap().get(&id).map(Vec::len);
+            let Some(size) = size else {
+                return axum::Json(json!({"ok": false, "error_code": 400,
+                    "description": "Bad Request: invalid file_id"}));
+            };
+            json!({"file_id": id, "file_unique_id": format!("u-{id}"), "file_size": size,
+                   "file_path": format!("files/{id}")})
         }
         "sendmessage" | "senddocument" => {
             let id = inner.next_message.fetch_add(1, Ordering::SeqCst);
