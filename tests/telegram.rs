@@ -425,7 +425,9 @@ async fn forum_topics_are_separate_conversations() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_pending_over_a_restart_are_handled_exactly_once() {
-    let (env, tg, config) = setup().await;
+    let (env, tg, mut config) = setup().await;
+    // Each message its own turn and reply (steering would fold them into one turn).
+    config.chat.follow_up = codex_gateway::config::FollowUp::Queue;
     Gateway::start(&config).stop().await;
     for word in ["one", "two", "three"] {
         tg.dm(ALICE, &format!("echo {word}"));
