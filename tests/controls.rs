@@ -267,18 +267,7 @@ fn reviewing_brain() -> support::Brain {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn review_posts_codex_findings_like_a_reply() {
     let env = TestEnv::with_brain(reviewing_brain()).await;
-    let workspace = env.workspace();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&workspace)
-        .status()
-        .unwrap();
-    assert!(init.success());
-    std::fs::write(
-        workspace.join("parser.py"),
-        "def parse(x):\n    return eval(x)\n",
-    )
-    .unwrap();
+    env.uncommitted_change("parser.py", "def parse(x):\n    return eval(x)\n");
     let app = env.start().await;
     let mut chat = Chat::new("reviewer");
     chat.send(&app, "/review");

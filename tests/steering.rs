@@ -35,16 +35,6 @@ async fn streaming(chat: &mut Chat) {
         .await;
 }
 
-fn replies(chat: &Chat) -> Vec<String> {
-    chat.seen
-        .iter()
-        .filter_map(|k| match k {
-            OutboundKind::Reply(text) => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_during_a_turn_reaches_the_model_inside_that_turn() {
     let env = TestEnv::new().await;
@@ -82,7 +72,7 @@ async fn a_message_during_a_turn_reaches_the_model_inside_that_turn() {
     );
     // The next message is an ordinary turn on the same thread.
     assert_eq!(chat.ask(&app, "after").await, "Echo: after");
-    assert_eq!(replies(&chat).len(), 2, "{:?}", chat.seen);
+    assert_eq!(chat.replies().len(), 2, "{:?}", chat.seen);
     assert!(!chat.notices().iter().any(|n| n.starts_with("Queued")));
     env.shut_down(app).await;
 }
@@ -90,14 +80,7 @@ async fn a_message_during_a_turn_reaches_the_model_inside_that_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steer_codex_refuses_runs_next() {
     let env = TestEnv::with_brain(slow_reviewer()).await;
-    let workspace = env.workspace();
-    let init = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&workspace)
-        .status()
-        .unwrap();
-    assert!(init.success());
-    std::fs::write(workspace.join("a.py"), "print('hi')\n").unwrap();
+    env.uncommitted_change("a.py", "print('hi')\n");
     let app = env.start().await;
     let mut chat = Chat::new("review-steer");
     chat.send(&app, "/review");

@@ -74,6 +74,18 @@ impl TestEnv {
         self.dir.path().join("workspace")
     }
 
+    /// Makes the workspace a git repository with one uncommitted file, for `/review`.
+    pub fn uncommitted_change(&self, file: &str, content: &str) {
+        let workspace = self.workspace();
+        let init = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&workspace)
+            .status()
+            .unwrap();
+        assert!(init.success());
+        std::fs::write(workspace.join(file), content).unwrap();
+    }
+
     pub fn database(&self) -> PathBuf {
         self.dir.path().join("data").join("gateway.db")
     }
@@ -297,6 +309,17 @@ impl Chat {
             _ => None,
         })
         .await
+    }
+
+    /// The replies seen so far, in order.
+    pub fn replies(&self) -> Vec<String> {
+        self.seen
+            .iter()
+            .filter_map(|kind| match kind {
+                OutboundKind::Reply(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn notices(&self) -> Vec<String> {
