@@ -114,6 +114,9 @@ async fn queue_makes_messages_wait_and_is_kept_across_restarts() {
     assert_eq!(chat.reply().await, "Echo: second");
     assert_eq!(env.model.request_for("second").last_human_text(), "second");
 
+    chat.send(&app, "/status");
+    chat.notice("Messages sent while Codex works: wait for the running turn")
+        .await;
     chat.send(&app, "/steer");
     chat.notice("joins the running turn").await;
     chat.send(&app, "slow: third answer");

@@ -1,6 +1,8 @@
-//! `/status`: the chat's thread, usage, model, effort and working directory.
+//! `/status`: the chat's thread, usage, model, effort, working directory and what a
+//! message sent during a turn does.
 
 use super::Actor;
+use crate::config::FollowUp;
 use crate::store::ChatRecord;
 
 impl Actor {
@@ -38,6 +40,11 @@ impl Actor {
             .effort
             .unwrap_or_else(|| "the model's default".into());
         lines.push(format!("Reasoning effort: {effort}"));
+        let follow_up = match self.session.follow_up() {
+            FollowUp::Steer => "join the running turn (/queue to make them wait)",
+            FollowUp::Queue => "wait for the running turn (/steer to add them to it)",
+        };
+        lines.push(format!("Messages sent while Codex works: {follow_up}"));
         lines.join("\n")
     }
 }
