@@ -7,8 +7,14 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "support/instant.rs"]
+mod instant;
+#[path = "support/instant_app_server.rs"]
+mod instant_app_server;
+
 use std::time::{Duration, Instant};
 
+use codex_gateway::App;
 use codex_gateway::chat::{ChatKey, Platform};
 use codex_gateway::codex::{
     AppServer, Notification, ThreadEvent, ThreadSettings, TurnOverrides, UserInput,
@@ -198,8 +204,170 @@ async fn telegram_delivery() -> Delivery {
     figures
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    // The gateway starts its Codex binary as `<binary> app-server`: here, the instant fake.
+    if std::env::args().nth(1).as_deref() == Some("app-server") {
+        return instant_app_server::serve();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            gateway_alone().await;
+            with_real_codex().await;
+        });
+}
+
+/// Time from `run` to the first getUpdates long poll on a fake Telegram.
+async fn start_to_first_poll(mut config: codex_gateway::config::Config) -> Duration {
+    let telegram = FakeTelegram::start().await;
+    config.telegram.enabled = true;
+    config.telegram.token = Some(support::secret("123:BENCH"));
+    config.telegram.api_url = telegram.url.clone();
+    config.telegram.allowed_users = vec![OWNER];
+    let started = Instant::now();
+    let gateway = Gateway::start(&config);
+    while telegram.polls().is_empty() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let elapsed = started.elapsed();
+    gateway.stop().await;
+    elapsed
+}
+
+/// The gateway's own costs, against the instant fake app-server.
+async fn gateway_alone() {
+    const TURNS: usize = 2000;
+    let env = TestEnv::new().await;
+    let bare = instant::bare_turns(&env, TURNS).await;
+    let app = App::start(&instant::config(&env)).await.unwrap();
+    let through = instant::gateway_turns(&app, TURNS).await;
+    app.shutdown(None).await;
+    println!("Against the instant app-server (the gateway alone):");
+    println!();
+    println!("| what | n | median | p90 | p99 |");
+    println!("|---|---|---|---|---|");
+    row99("turn on the instant app-server, spoken to directly", &bare);
+    row99("message through the gateway to its reply", &through);
+    let added = |p| percentile(&through, p).saturating_sub(percentile(&bare, p));
+    println!(
+        "| added by the gateway | | {:.2} ms | {:.2} ms | {:.2} ms |",
+        ms(added(50)),
+        ms(added(90)),
+        ms(added(99))
+    );
+
+    let env = TestEnv::new().await;
+    let load = instant::throughput(&env, 1000, 20).await;
+    let rate = load.messages as f64 / load.wall.as_secs_f64();
+    let cpu = load.cpu.as_secs_f64() * 1e6 / load.messages as f64;
+    println!();
+    println!(
+        "| throughput: {} messages over {} chats at once | {:.0} messages/s | {:.1} µs gateway CPU per message | wall {:.2} s |",
+        load.messages,
+        load.chats,
+        rate,
+        cpu,
+        load.wall.as_secs_f64()
+    );
+
+    let env = TestEnv::new().await;
+    let memory = instant::memory(&env, 100_000, 1000).await;
+    println!(
+        "| start with an empty database | {:.1} ms |",
+        ms(memory.start_empty)
+    );
+    println!(
+        "| start with {} known chats | {:.1} ms |",
+        memory.known,
+        ms(memory.start_known)
+    );
+    println!(
+        "| RSS after that start | {:.1} MiB | database {:.1} MiB |",
+        memory.rss_started, memory.database_mib
+    );
+    println!(
+        "| RSS with {} live chats | {:.1} MiB | {:.1} KiB per live chat |",
+        memory.live,
+        memory.rss_live,
+        (memory.rss_live - memory.rss_started) * 1024.0 / memory.live as f64
+    );
+    let env = TestEnv::new().await;
+    let first_poll = start_to_first_poll(instant::config(&env)).await;
+    println!(
+        "| start to the first Telegram poll (instant app-server) | {:.1} ms |",
+        ms(first_poll)
+    );
+    let env = TestEnv::new().await;
+    let first_poll = start_to_first_poll(env.config()).await;
+    println!(
+        "| start to the first Telegram poll (real codex) | {:.1} ms |",
+        ms(first_poll)
+    );
+    println!();
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn row99(what: &str, samples: &[Duration]) {
+    println!(
+        "| {what} | {} | {:.2} ms | {:.2} ms | {:.2} ms |",
+        samples.len(),
+        ms(percentile(samples, 50)),
+        ms(percentile(samples, 90)),
+        ms(percentile(samples, 99))
+    );
+}
+
+/// Resident memory of one app-server with 1, 10 and 50 threads loaded (each after a turn).
+async fn codex_rss(env: &TestEnv) -> Vec<(usize, f64)> {
+    let server = AppServer::spawn(&codex_gateway::spawn_spec(&env.config()).expect("no run_as"))
+        .await
+        .unwrap();
+    let settings = ThreadSettings {
+        cwd: env.workspace().to_string_lossy().into_owned(),
+        model: None,
+        approval_policy: ApprovalPolicy::Never,
+        sandbox: SandboxMode::DangerFullAccess,
+    };
+    let mut figures = vec![(0, rss_mib(server.pid().unwrap()))];
+    for loaded in 1..=50 {
+        let thread = server.start_thread(&settings).await.unwrap();
+        let mut events = server.subscribe(&thread);
+        let text = format!("thread {loaded}");
+        let input = [UserInput::Text { text: &text }];
+        let turn = server
+            .start_turn(&thread, &input, &TurnOverrides::default())
+            .await
+            .unwrap();
+        while let Some(event) = events.recv().await {
+            if let ThreadEvent::Notification(Notification::TurnCompleted { turn_id, .. }) = event
+                && turn_id == turn
+            {
+                break;
+            }
+        }
+        if [1, 10, 50].contains(&loaded) {
+            figures.push((loaded, rss_mib(server.pid().unwrap())));
+        }
+    }
+    server.shutdown().await;
+    figures
+}
+
+/// The costs with the real codex app-server and the fake model.
+async fn with_real_codex() {
+    let env = TestEnv::new().await;
+    println!("| codex app-server threads loaded | RSS MiB |");
+    println!("|---|---|");
+    for (loaded, rss) in codex_rss(&env).await {
+        println!("| {loaded} | {rss:.1} |");
+    }
+    println!();
     let env = TestEnv::new().await;
     let bare = bare_turns(&env).await;
 
