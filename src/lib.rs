@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::codex::{Codex, CodexError, HealthCheck, RunAs, RunAsError, SpawnSpec};
+use crate::codex::{Codex, CodexError, HealthCheck, RunAs, RunAsError, SpawnSpec, Starting};
 use crate::config::Config;
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::platform::PlatformHandle;
@@ -69,36 +69,56 @@ pub struct App {
 impl App {
     /// Opens the database (migrating it) and starts the Codex app-server.
     pub async fn start(config: &Config) -> Result<Self, StartError> {
+        let (app, starting) = Self::launch(config).await?;
+        app.finish_start(starting).await?;
+        Ok(app)
+    }
+
+    /// Opens the database (migrating it) and launches the Codex app-servers without
+    /// waiting for them, so the platforms can start meanwhile; a message that comes
+    /// first waits for Codex. [`App::finish_start`] waits for them.
+    pub async fn launch(config: &Config) -> Result<(Self, Starting), StartError> {
         let lock = InstanceLock::acquire(&config.storage.database)?;
         let store = Store::open(&config.storage.database).await?;
         let spec = spawn_spec(config)?;
         if let Some(user) = &spec.run_as {
             check_run_as(user, config)?;
         }
-        let codex = Codex::start(spec.clone(), config.codex.processes).await?;
-        let login = LoginCheck::new(spec);
-        if let Some(server) = codex.servers().await.first()
-            && login.refresh(server).await
-        {
-            warn!("{}", session::LOGIN_MISSING);
-        }
         let transcriber = Transcriber::from_config(&config.transcription)?;
+        let (codex, starting) = Codex::launch(spec.clone(), config.codex.processes);
         let ctx = Arc::new(Context {
             store,
             codex,
             settings: SessionSettings::from_config(&config.codex, &config.chat),
             hygiene: config.hygiene.policy(),
             metrics: metrics::Metrics::default(),
-            login,
+            login: LoginCheck::new(spec),
             transcriber,
         });
         info!(database = %config.storage.database.display(), "codex-gateway started");
-        Ok(Self {
+        let app = Self {
             router: Router::new(ctx.clone(), config.hygiene.max_live_threads),
             ctx,
             processes: config.codex.processes,
             _lock: Arc::new(lock),
-        })
+        };
+        Ok((app, starting))
+    }
+
+    /// Waits until every app-server has started (a broken binary is an error here), then
+    /// checks that Codex is logged in.
+    pub async fn finish_start(&self, starting: Starting) -> Result<(), StartError> {
+        if let Err(error) = starting.finished().await {
+            self.ctx.codex.shutdown().await;
+            return Err(error.into());
+        }
+        if let Some(server) = self.ctx.codex.servers().await.first()
+            && self.ctx.login.refresh(server).await
+        {
+            warn!("{}", session::LOGIN_MISSING);
+        }
+        info!("codex ready");
+        Ok(())
     }
 
     pub fn router(&self) -> &Router {
@@ -201,11 +221,22 @@ impl server::Observed for App {
 /// messages, queued turns finish, the last answers are delivered, Codex stops. A start
 /// that fails midway stops what it had started the same way.
 pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
-    let app = App::start(config).await?;
+    let (app, starting) = App::launch(config).await?;
     let mut serving = Serving::default();
-    let started = serving.start(config, &app).await;
+    // The platforms start while Codex does; a failed Codex start stops them again.
+    let mut started = serving.start(config, &app).await;
+    tokio::pin!(shutdown);
+    let mut stopping = false;
     if started.is_ok() {
-        shutdown.await;
+        tokio::select! {
+            finished = app.finish_start(starting) => started = finished,
+            () = &mut shutdown => stopping = true,
+        }
+    }
+    if started.is_ok() {
+        if !stopping {
+            shutdown.await;
+        }
         info!("shutting down");
     }
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);

@@ -25,6 +25,6 @@ pub use protocol::{
 };
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
-pub use supervisor::Codex;
+pub use supervisor::{Codex, Starting};
 pub use threads::{ThreadPage, ThreadSummary};
 pub use wire::{ApprovalResponder, ThreadEvent};

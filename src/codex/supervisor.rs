@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, oneshot};
 use tracing::{error, warn};
 
 use super::error::CodexError;
@@ -20,6 +20,19 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 #[derive(Clone)]
 pub struct Codex {
     slots: Arc<[Supervised]>,
+}
+
+/// The first start of each process of a launched pool.
+pub struct Starting(Vec<oneshot::Receiver<Result<(), CodexError>>>);
+
+impl Starting {
+    /// Waits until every process has started once; the first failure, if any.
+    pub async fn finished(self) -> Result<(), CodexError> {
+        for first in self.0 {
+            first.await.unwrap_or(Err(CodexError::ProcessExited))?;
+        }
+        Ok(())
+    }
 }
 
 /// One pool slot: at most one live process at a time.
@@ -52,7 +65,20 @@ impl Codex {
     /// Starts `processes` app-servers (so a broken binary is reported at once) and their
     /// supervisors.
     pub async fn start(spec: SpawnSpec, processes: usize) -> Result<Self, CodexError> {
+        let (codex, starting) = Self::launch(spec, processes);
+        if let Err(error) = starting.finished().await {
+            codex.shutdown().await;
+            return Err(error);
+        }
+        Ok(codex)
+    }
+
+    /// Starts `processes` app-servers and their supervisors without waiting for them:
+    /// whoever asks for a server meanwhile waits until it is up. [`Starting`] tells how
+    /// the first starts went.
+    pub fn launch(spec: SpawnSpec, processes: usize) -> (Self, Starting) {
         let mut slots = Vec::with_capacity(processes);
+        let mut firsts = Vec::with_capacity(processes);
         for _ in 0..processes.max(1) {
             let slot = Supervised {
                 inner: Arc::new(Inner {
@@ -64,23 +90,15 @@ impl Codex {
                     wedged: AtomicU64::new(0),
                 }),
             };
-            let first = match slot.server().await {
-                Ok(first) => first,
-                Err(error) => {
-                    Codex {
-                        slots: slots.into(),
-                    }
-                    .shutdown()
-                    .await;
-                    return Err(error);
-                }
-            };
-            tokio::spawn(slot.clone().supervise(first));
+            let (first, started) = oneshot::channel();
+            tokio::spawn(slot.clone().start_and_supervise(first));
             slots.push(slot);
+            firsts.push(started);
         }
-        Ok(Codex {
+        let codex = Codex {
             slots: slots.into(),
-        })
+        };
+        (codex, Starting(firsts))
     }
 
     /// The live process serving `affinity` (a chat's key): the same one while it lives.
@@ -165,6 +183,20 @@ impl Supervised {
         self.inner.current.lock().expect("lock").take();
         if let Some(server) = server {
             server.shutdown().await;
+        }
+    }
+
+    /// Starts the slot's first process and supervises it; a first start that fails is
+    /// reported and not retried (the gateway stops).
+    async fn start_and_supervise(self, first: oneshot::Sender<Result<(), CodexError>>) {
+        match self.server().await {
+            Ok(server) => {
+                let _ = first.send(Ok(()));
+                self.supervise(server).await;
+            }
+            Err(error) => {
+                let _ = first.send(Err(error));
+            }
         }
     }
 

@@ -12,7 +12,7 @@ use crate::chat::ChatKey;
 use crate::codex::{AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage, UserInput};
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
-use crate::store::{ChatRecord, RetireReason, Role, StoreError, Usage};
+use crate::store::{ChatRecord, RetireReason, Role, StoreError, TurnRecord, Usage};
 
 mod attachments;
 mod choices;
@@ -72,8 +72,8 @@ pub struct Session {
     live: Option<LiveThread>,
     /// Thread whose rollout is gone; retired when its replacement is persisted.
     replacing: Option<String>,
-    /// The running turn's text, when storing its start failed: stored when it ends.
-    unsaved_start: Option<String>,
+    /// What the person asked in the running turn, written with its reply.
+    asked: Vec<String>,
     /// The chat's choices of model, effort and folder, once read.
     choices: Option<ChatChoices>,
 }
@@ -85,7 +85,7 @@ impl Session {
             ctx,
             live: None,
             replacing: None,
-            unsaved_start: None,
+            asked: Vec::new(),
             choices: None,
         }
     }
@@ -123,12 +123,13 @@ impl Session {
             }
             other => other?,
         };
-        // The turn runs now: a failed write must not hide it. It is tried again when the
-        // turn ends, and the turn is followed and delivered either way.
-        if let Err(error) = self.record_start(text).await {
-            warn!(chat = %self.chat, %error, "could not store the turn's start; trying again when it ends");
+        // Only a new thread's id is written now, durably: the user's text waits for the
+        // turn's end and goes in with the reply (one write per turn). A failed write must
+        // not hide the running turn: it is tried again when the turn ends.
+        self.asked.push(text.to_owned());
+        if let Err(error) = self.persist_thread().await {
+            warn!(chat = %self.chat, %error, "could not store the thread; trying again when the turn ends");
             self.ctx.metrics.error("store");
-            self.unsaved_start = Some(text.to_owned());
         }
         Ok(StartedTurn { turn_id, replaced })
     }
@@ -154,51 +155,53 @@ impl Session {
     }
 
     /// Gives `prompt` to the running turn `turn_id`; Codex refuses when that turn has
-    /// ended or cannot take input. The text joins the transcript as the user's.
-    pub async fn steer(&self, turn_id: &str, prompt: &Prompt) -> Result<(), SessionError> {
+    /// ended or cannot take input. The text joins the transcript with the turn's end.
+    pub async fn steer(&mut self, turn_id: &str, prompt: &Prompt) -> Result<(), SessionError> {
         let live = self.live.as_ref().ok_or(CodexError::ProcessExited)?;
-        let thread_id = live.thread_id.clone();
         live.server
-            .steer(&thread_id, turn_id, &prompt.inputs())
+            .steer(&live.thread_id, turn_id, &prompt.inputs())
             .await?;
-        // Codex has it now: a failed write loses a transcript line, never the message.
-        let store = &self.ctx.store;
-        let stored = store.append_transcript(&self.chat, &thread_id, Role::User, &prompt.text);
-        if let Err(error) = stored.await {
-            warn!(chat = %self.chat, %error, "could not store a steered message");
-            self.ctx.metrics.error("store");
-        }
+        self.asked.push(prompt.text.clone());
         Ok(())
     }
 
-    /// Stores a started turn: the thread id (once it has a rollout) and the user's text.
-    async fn record_start(&mut self, text: &str) -> Result<(), StoreError> {
-        self.persist_thread().await?;
-        let thread_id = self.thread_id().expect("live thread").to_owned();
-        let store = &self.ctx.store;
-        store
-            .append_transcript(&self.chat, &thread_id, Role::User, text)
-            .await
-    }
-
-    /// Records the end of a turn: its reply joins the transcript, its usage is kept.
-    /// Returns the chat's row as it now is.
+    /// Records the end of a turn in one write: what was asked and the reply join the
+    /// transcript, the usage is kept. Returns the chat's row as it now is.
     pub async fn finish_turn(
         &mut self,
         reply: Option<&str>,
         usage: Option<&TokenUsage>,
     ) -> Result<Option<ChatRecord>, StoreError> {
-        if let Some(text) = self.unsaved_start.take() {
-            self.record_start(&text).await.inspect_err(|_| {
-                self.unsaved_start = Some(text.clone());
-            })?;
-        }
+        self.persist_thread().await?;
         let thread_id = self.thread_id().unwrap_or_default();
         let usage = usage.map(stored_usage);
-        let store = &self.ctx.store;
-        store
-            .finish_turn(&self.chat, thread_id, reply, usage.as_ref())
-            .await
+        let turn = TurnRecord {
+            asked: &self.asked,
+            reply,
+            usage: usage.as_ref(),
+        };
+        let record = self
+            .ctx
+            .store
+            .finish_turn(&self.chat, thread_id, turn)
+            .await?;
+        self.asked.clear();
+        Ok(record)
+    }
+
+    /// Records what was asked in a turn that ended without Codex closing it (its
+    /// process died): the transcript keeps it, no turn is counted.
+    pub async fn record_unanswered(&mut self) -> Result<(), StoreError> {
+        self.persist_thread().await?;
+        let thread_id = self.thread_id().unwrap_or_default().to_owned();
+        for text in &self.asked {
+            let store = &self.ctx.store;
+            store
+                .append_transcript(&self.chat, &thread_id, Role::User, text)
+                .await?;
+        }
+        self.asked.clear();
+        Ok(())
     }
 
     /// Starts Codex's native compaction of the chat's thread; `None` when the chat has no

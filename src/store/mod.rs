@@ -4,7 +4,11 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Connection, Sqlite};
 use tracing::instrument;
 
 use crate::chat::ChatKey;
@@ -16,7 +20,7 @@ mod records;
 mod transcript;
 
 pub use choices::{ChatChoices, Choice};
-pub use records::{ChatRecord, RetireReason, Role, Usage};
+pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
 use transcript::insert_transcript;
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +92,9 @@ impl Store {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // In WAL mode a commit then survives the gateway crashing, not a power loss;
+            // which thread a chat has is written on a `durable` connection instead.
+            .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
@@ -133,7 +140,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let key = chat.to_string();
         let now = now();
-        let mut tx = self.pool.begin().await?;
+        let mut connection = self.durable().await?;
+        let mut tx = (*connection).begin_with("BEGIN IMMEDIATE").await?;
         if let Some((old, reason)) = replaced {
             insert_history(&mut tx, &key, old, reason, now).await?;
         }
@@ -155,7 +163,19 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(())
+        relax(connection).await
+    }
+
+    /// A connection whose commits are synced to disk (`synchronous = FULL`), for the
+    /// writes that must survive a power loss: which thread a chat has. Its transactions
+    /// begin IMMEDIATE: one that reads first must not lose its snapshot to another
+    /// chat's write. Give it back with [`relax`].
+    async fn durable(&self) -> Result<PoolConnection<Sqlite>, StoreError> {
+        let mut connection = self.pool.acquire().await?;
+        sqlx::query("PRAGMA synchronous = FULL")
+            .execute(&mut *connection)
+            .await?;
+        Ok(connection)
     }
 
     /// Detaches the chat's thread (for `/new`), keeping its id in the history.
@@ -168,13 +188,16 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         let key = chat.to_string();
         let now = now();
-        let mut tx = self.pool.begin().await?;
+        let mut connection = self.durable().await?;
+        let mut tx = (*connection).begin_with("BEGIN IMMEDIATE").await?;
         let old: Option<Option<String>> =
             sqlx::query_scalar("SELECT thread_id FROM chats WHERE chat_key = ?")
                 .bind(&key)
                 .fetch_optional(&mut *tx)
                 .await?;
         let Some(old) = old.flatten() else {
+            drop(tx);
+            relax(connection).await?;
             return Ok(None);
         };
         insert_history(&mut tx, &key, &old, reason, now).await?;
@@ -188,20 +211,29 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        relax(connection).await?;
         Ok(Some(old))
     }
 
-    /// Records a finished turn in one transaction: the reply joins the transcript, the
-    /// usage is kept and the turn counted. Returns the chat's row as it now is.
+    /// Records a finished turn in one transaction: what was asked and the reply join the
+    /// transcript, the usage is kept and the turn counted. Returns the chat's row as it
+    /// now is.
     #[instrument(skip_all, fields(chat = %chat, thread_id))]
     pub async fn finish_turn(
         &self,
         chat: &ChatKey,
         thread_id: &str,
-        reply: Option<&str>,
-        usage: Option<&Usage>,
+        turn: TurnRecord<'_>,
     ) -> Result<Option<ChatRecord>, StoreError> {
+        let TurnRecord {
+            asked,
+            reply,
+            usage,
+        } = turn;
         let mut tx = self.pool.begin().await?;
+        for text in asked {
+            insert_transcript(&mut tx, chat, thread_id, Role::User, text).await?;
+        }
         if let Some(reply) = reply {
             insert_transcript(&mut tx, chat, thread_id, Role::Assistant, reply).await?;
         }
@@ -264,6 +296,14 @@ impl Store {
             })
             .collect())
     }
+}
+
+/// Gives back a connection from [`Store::durable`] to the ordinary writes.
+async fn relax(mut connection: PoolConnection<Sqlite>) -> Result<(), StoreError> {
+    sqlx::query("PRAGMA synchronous = NORMAL")
+        .execute(&mut *connection)
+        .await?;
+    Ok(())
 }
 
 async fn select_chat(
@@ -401,7 +441,10 @@ mod tests {
         let chat = key("a");
         assert_eq!(store.chat(&chat).await.unwrap(), None);
         store.set_thread(&chat, "/w/a", "t1", None).await.unwrap();
-        store.finish_turn(&chat, "t", None, None).await.unwrap();
+        store
+            .finish_turn(&chat, "t", TurnRecord::default())
+            .await
+            .unwrap();
         store.close().await;
 
         let store = Store::open(&dir.path().join("nested/gateway.db"))
@@ -437,7 +480,10 @@ mod tests {
         let (_dir, store) = fresh().await;
         let chat = key("b");
         store.set_thread(&chat, "/w", "t1", None).await.unwrap();
-        store.finish_turn(&chat, "t", None, None).await.unwrap();
+        store
+            .finish_turn(&chat, "t", TurnRecord::default())
+            .await
+            .unwrap();
         store
             .set_thread(
                 &chat,
@@ -460,7 +506,10 @@ mod tests {
         let (_dir, store) = fresh().await;
         let chat = key("c");
         store.set_thread(&chat, "/w", "t1", None).await.unwrap();
-        store.finish_turn(&chat, "t", None, None).await.unwrap();
+        store
+            .finish_turn(&chat, "t", TurnRecord::default())
+            .await
+            .unwrap();
         assert_eq!(
             store.chat(&chat).await.unwrap().unwrap().last_compaction(),
             None
@@ -469,8 +518,14 @@ mod tests {
             .finish_compaction(&chat, None, CompactionOutcome::NoOp)
             .await
             .unwrap();
-        store.finish_turn(&chat, "t", None, None).await.unwrap();
-        store.finish_turn(&chat, "t", None, None).await.unwrap();
+        store
+            .finish_turn(&chat, "t", TurnRecord::default())
+            .await
+            .unwrap();
+        store
+            .finish_turn(&chat, "t", TurnRecord::default())
+            .await
+            .unwrap();
         assert_eq!(
             store.chat(&chat).await.unwrap().unwrap().last_compaction(),
             Some(LastCompaction {
@@ -506,8 +561,13 @@ mod tests {
             total_tokens: 100,
             context_window: Some(1000),
         };
-        let returned = store.finish_turn(&a, "ta", Some("answer"), Some(&usage));
-        let returned = returned.await.unwrap();
+        let asked = ["question".to_owned(), "steered in".to_owned()];
+        let turn = TurnRecord {
+            asked: &asked,
+            reply: Some("answer"),
+            usage: Some(&usage),
+        };
+        let returned = store.finish_turn(&a, "ta", turn).await.unwrap();
         store
             .finish_compaction(&a, None, CompactionOutcome::NoOp)
             .await
@@ -518,9 +578,15 @@ mod tests {
             Some(42),
             "the row as written"
         );
+        let said = store.recent_transcript(&a, 5).await.unwrap();
+        let said: Vec<(Role, &str)> = said.iter().map(|(r, t)| (*r, t.as_str())).collect();
         assert_eq!(
-            store.recent_transcript(&a, 5).await.unwrap(),
-            vec![(Role::Assistant, "answer".to_owned())]
+            said,
+            [
+                (Role::User, "question"),
+                (Role::User, "steered in"),
+                (Role::Assistant, "answer")
+            ]
         );
         assert_eq!(
             (

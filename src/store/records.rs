@@ -46,6 +46,15 @@ impl RetireReason {
     }
 }
 
+/// What a finished turn leaves in the store.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnRecord<'a> {
+    /// The person's messages of the turn (its first, and any given to it while it ran).
+    pub asked: &'a [String],
+    pub reply: Option<&'a str>,
+    pub usage: Option<&'a Usage>,
+}
+
 /// Token usage of a chat's thread, as the latest turn left it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {

@@ -71,7 +71,8 @@ impl Actor {
             _ => {}
         }
         let reply = outcome.replies.join("\n\n");
-        let record = self.record_turn(&outcome, &reply).await;
+        // The reply goes out first; the turn's one write follows it (the thread id was
+        // written when the thread started).
         match reply.is_empty() {
             true if *status == TurnStatus::Completed => replies.notice(texts::NO_REPLY),
             true => {}
@@ -80,6 +81,7 @@ impl Actor {
         let marker = texts::turn_marker(*status, outcome.timed_out, error.as_deref());
         replies.send(OutboundKind::TurnEnded { marker });
         self.offer_files(replies, &outcome.changed_files, &reply);
+        let record = self.record_turn(&outcome, &reply).await;
         if let Some(record) = record {
             self.hygiene(replies, &record).await;
         }
@@ -108,6 +110,9 @@ impl Actor {
     /// The turn ended without Codex closing it: its process died, or it ignored the
     /// interrupt. The thread id stays stored; the next message resumes it.
     async fn lost_turn(&mut self, replies: &Replies<'_>, end: &TurnEnd) {
+        if let Err(error) = self.session.record_unanswered().await {
+            error!(chat = %self.chat, %error, "could not record the unanswered turn");
+        }
         let thread_id = self.session.thread_id().unwrap_or_default().to_owned();
         if *end == TurnEnd::ProcessLost {
             warn!(chat = %self.chat, thread_id, "codex process died during the turn");
