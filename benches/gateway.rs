@@ -215,8 +215,17 @@ fn main() {
         .build()
         .unwrap()
         .block_on(async {
-            gateway_alone().await;
-            with_real_codex().await;
+            // `scripts/bench -- alone` or `-- codex` runs one half.
+            let only = |half: &str| {
+                !std::env::args().any(|a| a == "alone" || a == "codex")
+                    || std::env::args().any(|a| a == half)
+            };
+            if only("alone") {
+                gateway_alone().await;
+            }
+            if only("codex") {
+                with_real_codex().await;
+            }
         });
 }
 
@@ -241,11 +250,33 @@ async fn start_to_first_poll(mut config: codex_gateway::config::Config) -> Durat
 async fn gateway_alone() {
     const TURNS: usize = 2000;
     let env = TestEnv::new().await;
+    let memory = instant::memory(&env, 100_000, 1000).await;
+    println!("Against the instant app-server (the gateway alone):");
+    println!();
+    println!(
+        "| start with an empty database | {:.1} ms |",
+        ms(memory.start_empty)
+    );
+    println!(
+        "| start with {} known chats | {:.1} ms |",
+        memory.known,
+        ms(memory.start_known)
+    );
+    println!(
+        "| RSS after that start | {:.1} MiB | database {:.1} MiB |",
+        memory.rss_started, memory.database_mib
+    );
+    println!(
+        "| RSS with {} live chats | {:.1} MiB | {:.1} KiB per live chat |",
+        memory.live,
+        memory.rss_live,
+        (memory.rss_live - memory.rss_started) * 1024.0 / memory.live as f64
+    );
+    let env = TestEnv::new().await;
     let bare = instant::bare_turns(&env, TURNS).await;
     let app = App::start(&instant::config(&env)).await.unwrap();
     let through = instant::gateway_turns(&app, TURNS).await;
     app.shutdown(None).await;
-    println!("Against the instant app-server (the gateway alone):");
     println!();
     println!("| what | n | median | p90 | p99 |");
     println!("|---|---|---|---|---|");
@@ -273,27 +304,6 @@ async fn gateway_alone() {
         load.wall.as_secs_f64()
     );
 
-    let env = TestEnv::new().await;
-    let memory = instant::memory(&env, 100_000, 1000).await;
-    println!(
-        "| start with an empty database | {:.1} ms |",
-        ms(memory.start_empty)
-    );
-    println!(
-        "| start with {} known chats | {:.1} ms |",
-        memory.known,
-        ms(memory.start_known)
-    );
-    println!(
-        "| RSS after that start | {:.1} MiB | database {:.1} MiB |",
-        memory.rss_started, memory.database_mib
-    );
-    println!(
-        "| RSS with {} live chats | {:.1} MiB | {:.1} KiB per live chat |",
-        memory.live,
-        memory.rss_live,
-        (memory.rss_live - memory.rss_started) * 1024.0 / memory.live as f64
-    );
     let env = TestEnv::new().await;
     let first_poll = start_to_first_poll(instant::config(&env)).await;
     println!(

@@ -21,7 +21,7 @@ mod transcript;
 
 pub use choices::{ChatChoices, Choice};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
-use transcript::insert_transcript;
+use transcript::insert_transcript_lines;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -230,15 +230,14 @@ impl Store {
             reply,
             usage,
         } = turn;
+        let asked = asked.iter().map(|text| (Role::User, text.as_str()));
+        let lines: Vec<(Role, &str)> = asked
+            .chain(reply.map(|reply| (Role::Assistant, reply)))
+            .collect();
+        // Four statements: each is a round trip to SQLite's thread, the cost under load.
         let mut tx = self.pool.begin().await?;
-        for text in asked {
-            insert_transcript(&mut tx, chat, thread_id, Role::User, text).await?;
-        }
-        if let Some(reply) = reply {
-            insert_transcript(&mut tx, chat, thread_id, Role::Assistant, reply).await?;
-        }
-        update_usage(&mut tx, chat, usage, true).await?;
-        let row = select_chat(&mut tx, chat).await?;
+        insert_transcript_lines(&mut tx, chat, thread_id, &lines).await?;
+        let row = update_usage(&mut tx, chat, usage, true).await?;
         tx.commit().await?;
         Ok(row)
     }
@@ -321,20 +320,23 @@ async fn select_chat(
     Ok(row)
 }
 
-/// Keeps the latest token usage, counting a user turn when `counts_as_turn`.
+/// Keeps the latest token usage, counting a user turn when `counts_as_turn`; returns
+/// the chat's row as it now is.
 async fn update_usage(
     connection: &mut sqlx::SqliteConnection,
     chat: &ChatKey,
     usage: Option<&Usage>,
     counts_as_turn: bool,
-) -> Result<(), StoreError> {
-    sqlx::query(
+) -> Result<Option<ChatRecord>, StoreError> {
+    let row = sqlx::query_as::<_, ChatRecord>(
         "UPDATE chats SET turns = turns + ?6,
             last_tokens = COALESCE(?1, last_tokens),
             total_tokens = COALESCE(?2, total_tokens),
             context_window = COALESCE(?3, context_window),
             updated_at = ?4
-         WHERE chat_key = ?5",
+         WHERE chat_key = ?5
+         RETURNING thread_id, cwd, turns, last_tokens, total_tokens, context_window,
+                last_compaction, last_compaction_turn",
     )
     .bind(usage.map(|u| u.last_tokens))
     .bind(usage.map(|u| u.total_tokens))
@@ -342,9 +344,9 @@ async fn update_usage(
     .bind(now())
     .bind(chat.to_string())
     .bind(i64::from(counts_as_turn))
-    .execute(connection)
+    .fetch_optional(connection)
     .await?;
-    Ok(())
+    Ok(row)
 }
 
 async fn insert_history(

@@ -15,7 +15,7 @@ impl Store {
         text: &str,
     ) -> Result<(), StoreError> {
         let mut connection = self.pool.acquire().await?;
-        insert_transcript(&mut connection, chat, thread_id, role, text).await
+        insert_transcript_lines(&mut connection, chat, thread_id, &[(role, text)]).await
     }
 
     /// The last `limit` transcript entries of the chat's current conversation
@@ -54,22 +54,26 @@ impl Store {
     }
 }
 
-pub(super) async fn insert_transcript(
+/// Appends `lines`, in order, in one statement.
+pub(super) async fn insert_transcript_lines(
     connection: &mut sqlx::SqliteConnection,
     chat: &ChatKey,
     thread_id: &str,
-    role: Role,
-    text: &str,
+    lines: &[(Role, &str)],
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO transcript (chat_key, thread_id, role, text, at) VALUES (?, ?, ?, ?, ?)",
-    )
-    .bind(chat.to_string())
-    .bind(thread_id)
-    .bind(role.as_str())
-    .bind(text)
-    .bind(now())
-    .execute(connection)
-    .await?;
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let (key, at) = (chat.to_string(), now());
+    let mut insert =
+        sqlx::QueryBuilder::new("INSERT INTO transcript (chat_key, thread_id, role, text, at) ");
+    insert.push_values(lines, |mut row, (role, text)| {
+        row.push_bind(&key)
+            .push_bind(thread_id)
+            .push_bind(role.as_str())
+            .push_bind(*text)
+            .push_bind(at);
+    });
+    insert.build().execute(connection).await?;
     Ok(())
 }
