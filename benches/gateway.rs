@@ -246,6 +246,35 @@ async fn start_to_first_poll(mut config: codex_gateway::config::Config) -> Durat
     elapsed
 }
 
+/// Telegram messages answered through the gateway, each from the update being ready at
+/// the fake Bot API to the answer's `sendMessage` arriving there: every cost of the
+/// gateway around a turn (intake, routing, delivery), the turn itself instant.
+async fn telegram_round_trips(mut config: codex_gateway::config::Config) -> Vec<Duration> {
+    const MESSAGES: usize = 200;
+    let telegram = FakeTelegram::start().await;
+    config.telegram.enabled = true;
+    config.telegram.token = Some(support::secret("123:BENCH"));
+    config.telegram.api_url = telegram.url.clone();
+    config.telegram.allowed_users = vec![OWNER];
+    let gateway = Gateway::start(&config);
+    telegram.dm(OWNER, "warm up");
+    telegram
+        .wait_for_text(OWNER, |t| t == "Echo: warm up")
+        .await;
+    let mut samples = Vec::with_capacity(MESSAGES);
+    for i in 0..MESSAGES {
+        let answer = format!("Echo: round trip {i}");
+        let sent = Instant::now();
+        telegram.dm(OWNER, &format!("round trip {i}"));
+        let call = telegram
+            .wait_for_call("sendMessage", |body| body["text"] == answer.as_str())
+            .await;
+        samples.push(call.at.duration_since(sent));
+    }
+    gateway.stop().await;
+    samples
+}
+
 /// The gateway's own costs, against the instant fake app-server.
 async fn gateway_alone() {
     const TURNS: usize = 2000;
@@ -302,6 +331,13 @@ async fn gateway_alone() {
         rate,
         cpu,
         load.wall.as_secs_f64()
+    );
+
+    let env = TestEnv::new().await;
+    let telegram = telegram_round_trips(instant::config(&env)).await;
+    row99(
+        "Telegram message to the answer's sendMessage (instant app-server)",
+        &telegram,
     );
 
     let env = TestEnv::new().await;
