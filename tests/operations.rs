@@ -333,3 +333,38 @@ async fn the_token_never_reaches_the_log_whatever_the_api_url() {
     );
     assert!(!stderr.contains(secret), "the token reached the log");
 }
+
+/// Telegram is polled while Codex is still starting, and a message that comes meanwhile
+/// is answered once Codex is up. The stand-in starts the real Codex after 3 s, leaving a
+/// marker when it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegram_polls_while_codex_starts_and_early_messages_wait_for_it() {
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let marker = env.dir.path().join("codex-started");
+    let script = format!(
+        "#!/bin/sh\nsleep 3\ntouch {:?}\nexec {:?} \"$@\"\n",
+        marker,
+        support::codex_binary()
+    );
+    let mut config = env.config();
+    config.codex.binary = fake_app_server(&env, "slow-codex", &script);
+    config.telegram.enabled = true;
+    config.telegram.token = Some(support::secret("123:TEST"));
+    config.telegram.api_url = telegram.url.clone();
+    config.telegram.allowed_users = vec![ALICE];
+    let gateway = Gateway::start(&config);
+    while telegram.polls().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        !marker.exists(),
+        "Telegram was polled only after Codex started"
+    );
+    telegram.dm(ALICE, "hello early");
+    telegram
+        .wait_for_text(ALICE, |t| t == "Echo: hello early")
+        .await;
+    assert!(marker.exists());
+    gateway.stop().await;
+}
