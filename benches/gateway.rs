@@ -16,10 +16,7 @@ use std::time::{Duration, Instant};
 
 use codex_gateway::App;
 use codex_gateway::chat::{ChatKey, Platform};
-use codex_gateway::codex::{
-    AppServer, Notification, ThreadEvent, ThreadSettings, TurnOverrides, UserInput,
-};
-use codex_gateway::config::{ApprovalPolicy, SandboxMode};
+use codex_gateway::codex::AppServer;
 use support::telegram::FakeTelegram;
 use support::{Chat, Gateway, TestEnv};
 
@@ -57,46 +54,6 @@ fn rss_mib(pid: u32) -> f64 {
         .and_then(|v| v.parse().ok())
         .unwrap();
     kib / 1024.0
-}
-
-/// Turns on the bare app-server: what Codex costs without the gateway.
-async fn bare_turns(env: &TestEnv) -> Vec<Duration> {
-    let server = AppServer::spawn(&codex_gateway::spawn_spec(&env.config()).expect("no run_as"))
-        .await
-        .unwrap();
-    let settings = ThreadSettings {
-        cwd: env.workspace().to_string_lossy().into_owned(),
-        model: None,
-        approval_policy: ApprovalPolicy::Never,
-        sandbox: SandboxMode::DangerFullAccess,
-    };
-    let thread = server.start_thread(&settings).await.unwrap();
-    let mut events = server.subscribe(&thread);
-    let mut samples = Vec::new();
-    for i in 0..=TURNS {
-        let text = format!("bare {i}");
-        let started = Instant::now();
-        let turn = server
-            .start_turn(
-                &thread,
-                &[UserInput::Text { text: &text }],
-                &TurnOverrides::default(),
-            )
-            .await
-            .unwrap();
-        while let Some(event) = events.recv().await {
-            if let ThreadEvent::Notification(Notification::TurnCompleted { turn_id, .. }) = event
-                && turn_id == turn
-            {
-                break;
-            }
-        }
-        if i > 0 {
-            samples.push(started.elapsed()); // the first turn warms up
-        }
-    }
-    server.shutdown().await;
-    samples
 }
 
 /// Delivery to a fake Telegram at the default settings.
@@ -302,7 +259,7 @@ async fn gateway_alone() {
         (memory.rss_live - memory.rss_started) * 1024.0 / memory.live as f64
     );
     let env = TestEnv::new().await;
-    let bare = instant::bare_turns(&env, TURNS).await;
+    let bare = instant::direct_turns(&env, &instant::config(&env), TURNS).await;
     let app = App::start(&instant::config(&env)).await.unwrap();
     let through = instant::gateway_turns(&app, TURNS).await;
     app.shutdown(None).await;
@@ -374,29 +331,12 @@ async fn codex_rss(env: &TestEnv) -> Vec<(usize, f64)> {
     let server = AppServer::spawn(&codex_gateway::spawn_spec(&env.config()).expect("no run_as"))
         .await
         .unwrap();
-    let settings = ThreadSettings {
-        cwd: env.workspace().to_string_lossy().into_owned(),
-        model: None,
-        approval_policy: ApprovalPolicy::Never,
-        sandbox: SandboxMode::DangerFullAccess,
-    };
+    let settings = instant::thread_settings(env);
     let mut figures = vec![(0, rss_mib(server.pid().unwrap()))];
     for loaded in 1..=50 {
         let thread = server.start_thread(&settings).await.unwrap();
         let mut events = server.subscribe(&thread);
-        let text = format!("thread {loaded}");
-        let input = [UserInput::Text { text: &text }];
-        let turn = server
-            .start_turn(&thread, &input, &TurnOverrides::default())
-            .await
-            .unwrap();
-        while let Some(event) = events.recv().await {
-            if let ThreadEvent::Notification(Notification::TurnCompleted { turn_id, .. }) = event
-                && turn_id == turn
-            {
-                break;
-            }
-        }
+        instant::one_turn(&server, &mut events, &thread, &format!("thread {loaded}")).await;
         if [1, 10, 50].contains(&loaded) {
             figures.push((loaded, rss_mib(server.pid().unwrap())));
         }
@@ -415,7 +355,7 @@ async fn with_real_codex() {
     }
     println!();
     let env = TestEnv::new().await;
-    let bare = bare_turns(&env).await;
+    let bare = instant::direct_turns(&env, &env.config(), TURNS).await;
 
     let app = env.start().await;
     let mut chat = Chat::new("bench");

@@ -21,40 +21,78 @@ pub fn config(env: &TestEnv) -> Config {
     config
 }
 
-/// Turns on the instant fake spoken to directly: the floor for any client.
-pub async fn bare_turns(env: &TestEnv, turns: usize) -> Vec<Duration> {
-    let spec = codex_gateway::spawn_spec(&config(env)).unwrap();
-    let server = AppServer::spawn(&spec).await.unwrap();
-    let settings = ThreadSettings {
+/// Settings of the threads the bench starts directly.
+pub fn thread_settings(env: &TestEnv) -> ThreadSettings {
+    ThreadSettings {
         cwd: env.workspace().to_string_lossy().into_owned(),
         model: None,
         approval_policy: ApprovalPolicy::Never,
         sandbox: SandboxMode::DangerFullAccess,
-    };
-    let thread = server.start_thread(&settings).await.unwrap();
+    }
+}
+
+/// Runs one turn on `thread` directly and waits until it completes.
+pub async fn one_turn(
+    server: &AppServer,
+    events: &mut mpsc::UnboundedReceiver<ThreadEvent>,
+    thread: &str,
+    text: &str,
+) {
+    let input = [UserInput::Text { text }];
+    let turn = server
+        .start_turn(thread, &input, &TurnOverrides::default())
+        .await
+        .unwrap();
+    while let Some(event) = events.recv().await {
+        if let ThreadEvent::Notification(Notification::TurnCompleted { turn_id, .. }) = event
+            && turn_id == turn
+        {
+            return;
+        }
+    }
+}
+
+/// Turns on the app-server of `config`, spoken to directly (no gateway): the floor for
+/// any client. The first turn warms up and is not counted.
+pub async fn direct_turns(env: &TestEnv, config: &Config, turns: usize) -> Vec<Duration> {
+    let spec = codex_gateway::spawn_spec(config).unwrap();
+    let server = AppServer::spawn(&spec).await.unwrap();
+    let thread = server.start_thread(&thread_settings(env)).await.unwrap();
     let mut events = server.subscribe(&thread);
     let mut samples = Vec::with_capacity(turns);
     for i in 0..=turns {
-        let text = format!("bare {i}");
         let started = Instant::now();
-        let input = [UserInput::Text { text: &text }];
-        let turn = server
-            .start_turn(&thread, &input, &TurnOverrides::default())
-            .await
-            .unwrap();
-        while let Some(event) = events.recv().await {
-            if let ThreadEvent::Notification(Notification::TurnCompleted { turn_id, .. }) = event
-                && turn_id == turn
-            {
-                break;
-            }
-        }
+        one_turn(&server, &mut events, &thread, &format!("direct {i}")).await;
         if i > 0 {
             samples.push(started.elapsed());
         }
     }
     server.shutdown().await;
     samples
+}
+
+/// A console message from chat `name`, its answers to `outbox`.
+fn message(name: &str, text: String, outbox: &mpsc::UnboundedSender<Outbound>) -> Inbound {
+    Inbound {
+        chat: ChatKey::new(Platform::Console, name),
+        user: "bench".into(),
+        text,
+        reply_to: outbox.clone(),
+        answer_slot: None,
+        can_approve: false,
+        private: true,
+        admin: false,
+        attachments: Vec::new(),
+    }
+}
+
+/// Waits for `count` replies among the answers.
+async fn replies(answers: &mut mpsc::UnboundedReceiver<Outbound>, count: usize) {
+    let mut seen = 0;
+    while seen < count {
+        let answer = answers.recv().await.unwrap();
+        seen += usize::from(matches!(answer.kind, OutboundKind::Reply(_)));
+    }
 }
 
 /// Messages through the gateway on one live chat, each to its reply.
@@ -101,24 +139,8 @@ pub async fn throughput(env: &TestEnv, chats: usize, per_chat: usize) -> Through
     let app = App::start(&config).await.unwrap();
     let (outbox, mut answers) = mpsc::unbounded_channel();
     let send = |chat: usize, text: String| {
-        app.router().dispatch(Inbound {
-            chat: ChatKey::new(Platform::Console, format!("load-{chat}")),
-            user: "bench".into(),
-            text,
-            reply_to: outbox.clone(),
-            answer_slot: None,
-            can_approve: false,
-            private: true,
-            admin: false,
-            attachments: Vec::new(),
-        })
-    };
-    let replies = async |answers: &mut mpsc::UnboundedReceiver<Outbound>, count: usize| {
-        let mut seen = 0;
-        while seen < count {
-            let answer = answers.recv().await.unwrap();
-            seen += usize::from(matches!(answer.kind, OutboundKind::Reply(_)));
-        }
+        app.router()
+            .dispatch(message(&format!("load-{chat}"), text, &outbox))
     };
     for chat in 0..chats {
         send(chat, "start".into());
@@ -189,23 +211,10 @@ pub async fn memory(env: &TestEnv, known: usize, live: usize) -> Memory {
     let rss_started = crate::rss_mib(me);
     let (outbox, mut answers) = mpsc::unbounded_channel();
     for chat in 0..live {
-        app.router().dispatch(Inbound {
-            chat: ChatKey::new(Platform::Console, format!("live-{chat}")),
-            user: "bench".into(),
-            text: "hello".into(),
-            reply_to: outbox.clone(),
-            answer_slot: None,
-            can_approve: false,
-            private: true,
-            admin: false,
-            attachments: Vec::new(),
-        });
+        let hello = message(&format!("live-{chat}"), "hello".into(), &outbox);
+        app.router().dispatch(hello);
     }
-    let mut replies = 0;
-    while replies < live {
-        let answer: Outbound = answers.recv().await.unwrap();
-        replies += usize::from(matches!(answer.kind, OutboundKind::Reply(_)));
-    }
+    replies(&mut answers, live).await;
     let rss_live = crate::rss_mib(me);
     app.shutdown(None).await;
     let database = std::fs::metadata(env.database()).unwrap().len() as f64;
