@@ -275,6 +275,10 @@ async fn gateway_alone() {
         ms(added(90)),
         ms(added(99))
     );
+    println!(
+        "| ratio to the direct turn | | {} |",
+        ratios(&through, &bare, &[50, 90, 99])
+    );
 
     let env = TestEnv::new().await;
     let load = instant::throughput(&env, 1000, 20).await;
@@ -310,6 +314,13 @@ async fn gateway_alone() {
         ms(first_poll)
     );
     println!();
+}
+
+/// The gateway's percentiles `ps` as multiples of the bare app-server's, as table cells.
+fn ratios(gateway: &[Duration], bare: &[Duration], ps: &[usize]) -> String {
+    let ratio = |p| percentile(gateway, p).as_secs_f64() / percentile(bare, p).as_secs_f64();
+    let cells: Vec<String> = ps.iter().map(|p| format!("{:.3}", ratio(*p))).collect();
+    cells.join(" | ")
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -405,6 +416,10 @@ async fn with_real_codex() {
     row(
         "message through the gateway, live thread (dispatch to reply)",
         &live,
+    );
+    println!(
+        "| ratio to the bare app-server | | {} |",
+        ratios(&live, &bare, &[50, 90])
     );
     row("message after an unload (thread/resume + turn)", &resumed);
     println!();
