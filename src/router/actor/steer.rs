@@ -26,6 +26,8 @@ impl Actor {
     /// Gives a message for Codex to the running turn `turn_id`, when the chat steers and
     /// Codex takes it; otherwise queues it for the next turn.
     pub(super) async fn steer_or_queue(&mut self, inbound: Inbound, turn_id: Option<&str>) {
+        // A compaction may run before any turn has read the chat's choices.
+        let _ = self.session.choices().await;
         let steering = self.session.follow_up() == FollowUp::Steer;
         let Some(turn_id) = turn_id.filter(|_| steering) else {
             return self.queue_message(inbound, texts::QUEUED);
