@@ -126,3 +126,33 @@ async fn queue_makes_messages_wait_and_is_kept_across_restarts() {
     assert_eq!(chat.reply().await, "Echo: fourth");
     env.shut_down(app).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_during_a_compaction_runs_after_it() {
+    let default = support::default_brain();
+    let env = TestEnv::with_brain(std::sync::Arc::new(
+        move |request: &ModelRequest| match request.is_compaction() {
+            true => Reply::Slow {
+                text: "SUMMARY: the conversation so far, compacted.".into(),
+                chunks: 10,
+                delay: Duration::from_millis(300),
+            },
+            false => default(request),
+        },
+    ))
+    .await;
+    let app = env.start().await;
+    let mut chat = Chat::new("compact-steer");
+    chat.ask(&app, "remember the word heron").await;
+    chat.send(&app, "/compact");
+    chat.wait_for(|k| matches!(k, OutboundKind::Working(true)).then_some(()))
+        .await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    chat.send(&app, "after the summary");
+    chat.notice("runs next").await;
+    chat.notice("Compacted").await;
+    assert_eq!(chat.reply().await, "Echo: after the summary");
+    let request = env.model.request_for("after the summary");
+    assert!(request.text().contains("SUMMARY: the conversation so far"));
+    env.shut_down(app).await;
+}
