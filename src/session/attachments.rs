@@ -66,6 +66,16 @@ pub enum AttachmentRefusal {
     )]
     Save { name: String, error: CodexError },
     #[error(
+        "{name} could not be saved: this chat's folder is not usable ({reason}). \
+         Nothing was sent to Codex."
+    )]
+    Folder { name: String, reason: String },
+    #[error(
+        "{name} could not be saved: attachments/ already holds {MAX_SUFFIX} files of that \
+         name. Nothing was sent to Codex."
+    )]
+    NoFreeName { name: String },
+    #[error(
         "Voice messages need transcription, which this gateway does not have \
          ([transcription] url in its config). Please type your message."
     )]
@@ -152,11 +162,9 @@ impl Session {
             name: name.to_owned(),
             error,
         };
-        let folder = self.folder().map_err(|error| {
-            failed(CodexError::Protocol {
-                method: "fs/createDirectory".into(),
-                message: error.to_string(),
-            })
+        let folder = self.folder().map_err(|error| AttachmentRefusal::Folder {
+            name: name.to_owned(),
+            reason: error.to_string(),
         })?;
         let server = self.ctx.codex.server(&self.chat.to_string()).await;
         let server = server.map_err(failed)?;
@@ -173,10 +181,7 @@ impl Session {
             info!(chat = %self.chat, file = candidate, bytes = bytes.len(), "attachment saved");
             return Ok((path, format!("{ATTACHMENTS_FOLDER}/{candidate}")));
         }
-        Err(failed(CodexError::Protocol {
-            method: "fs/writeFile".into(),
-            message: format!("no free name for {safe} in {}", dir.display()),
-        }))
+        Err(AttachmentRefusal::NoFreeName { name: safe })
     }
 }
 
