@@ -228,8 +228,12 @@ impl Actor {
                 return false;
             }
         };
-        let parsed = command::parse(&inbound.text);
-        let for_codex = matches!(parsed, Input::Text(_)) || !inbound.attachments.is_empty();
+        // With files, the text is their caption, for Codex (as when no turn runs).
+        let parsed = match inbound.attachments.is_empty() {
+            true => command::parse(&inbound.text),
+            false => Input::Text(&inbound.text),
+        };
+        let for_codex = matches!(parsed, Input::Text(_));
         let replies = Replies::to(&inbound);
         let answered = match parsed {
             Input::Command(Command::Stop) => {
