@@ -193,13 +193,16 @@ impl Session {
     /// process died): the transcript keeps it, no turn is counted.
     pub async fn record_unanswered(&mut self) -> Result<(), StoreError> {
         self.persist_thread().await?;
-        let thread_id = self.thread_id().unwrap_or_default().to_owned();
-        for text in &self.asked {
-            let store = &self.ctx.store;
-            store
-                .append_transcript(&self.chat, &thread_id, Role::User, text)
-                .await?;
-        }
+        let thread_id = self.thread_id().unwrap_or_default();
+        let lines: Vec<(Role, &str)> = self
+            .asked
+            .iter()
+            .map(|t| (Role::User, t.as_str()))
+            .collect();
+        let store = &self.ctx.store;
+        store
+            .append_transcript(&self.chat, thread_id, &lines)
+            .await?;
         self.asked.clear();
         Ok(())
     }

@@ -4,11 +4,10 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sqlx::pool::PoolConnection;
+use sqlx::Connection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Connection, Sqlite};
 use tracing::instrument;
 
 use crate::chat::ChatKey;
@@ -93,7 +92,7 @@ impl Store {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             // In WAL mode a commit then survives the gateway crashing, not a power loss;
-            // which thread a chat has is written on a `durable` connection instead.
+            // which thread a chat has is written `durably` instead.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5));
         let pool = SqlitePoolOptions::new()
@@ -140,10 +139,9 @@ impl Store {
     ) -> Result<(), StoreError> {
         let key = chat.to_string();
         let now = now();
-        let mut connection = self.durable().await?;
-        let mut tx = (*connection).begin_with("BEGIN IMMEDIATE").await?;
+        self.durably(async |tx| {
         if let Some((old, reason)) = replaced {
-            insert_history(&mut tx, &key, old, reason, now).await?;
+            insert_history(tx, &key, old, reason, now).await?;
         }
         sqlx::query(
             "INSERT INTO chats (chat_key, thread_id, cwd, created_at, updated_at)
@@ -160,22 +158,36 @@ impl Store {
         .bind(thread_id)
         .bind(cwd)
         .bind(now)
-        .execute(&mut *tx)
+        .execute(tx)
         .await?;
-        tx.commit().await?;
-        relax(connection).await
+        Ok(())
+        })
+        .await
     }
 
-    /// A connection whose commits are synced to disk (`synchronous = FULL`), for the
-    /// writes that must survive a power loss: which thread a chat has. Its transactions
-    /// begin IMMEDIATE: one that reads first must not lose its snapshot to another
-    /// chat's write. Give it back with [`relax`].
-    async fn durable(&self) -> Result<PoolConnection<Sqlite>, StoreError> {
+    /// Runs `write` in one transaction whose commit is synced to disk (`synchronous =
+    /// FULL`), for the writes that must survive a power loss: which thread a chat has.
+    /// It begins IMMEDIATE, so a write that reads first cannot lose its snapshot to
+    /// another chat's write. The connection goes back to the ordinary setting either way.
+    async fn durably<T>(
+        &self,
+        write: impl AsyncFnOnce(&mut sqlx::SqliteConnection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let mut connection = self.pool.acquire().await?;
         sqlx::query("PRAGMA synchronous = FULL")
             .execute(&mut *connection)
             .await?;
-        Ok(connection)
+        let written = async {
+            let mut tx = (*connection).begin_with("BEGIN IMMEDIATE").await?;
+            let value = write(&mut tx).await?;
+            tx.commit().await?;
+            Ok(value)
+        }
+        .await;
+        sqlx::query("PRAGMA synchronous = NORMAL")
+            .execute(&mut *connection)
+            .await?;
+        written
     }
 
     /// Detaches the chat's thread (for `/new`), keeping its id in the history.
@@ -188,31 +200,28 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         let key = chat.to_string();
         let now = now();
-        let mut connection = self.durable().await?;
-        let mut tx = (*connection).begin_with("BEGIN IMMEDIATE").await?;
-        let old: Option<Option<String>> =
-            sqlx::query_scalar("SELECT thread_id FROM chats WHERE chat_key = ?")
-                .bind(&key)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some(old) = old.flatten() else {
-            drop(tx);
-            relax(connection).await?;
-            return Ok(None);
-        };
-        insert_history(&mut tx, &key, &old, reason, now).await?;
-        sqlx::query(
-            "UPDATE chats SET thread_id = NULL, turns = 0, last_tokens = NULL,
-                total_tokens = NULL, last_compaction = NULL, last_compaction_turn = NULL,
-                updated_at = ? WHERE chat_key = ?",
-        )
-        .bind(now)
-        .bind(&key)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        relax(connection).await?;
-        Ok(Some(old))
+        self.durably(async |tx| {
+            let old: Option<Option<String>> =
+                sqlx::query_scalar("SELECT thread_id FROM chats WHERE chat_key = ?")
+                    .bind(&key)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let Some(old) = old.flatten() else {
+                return Ok(None);
+            };
+            insert_history(tx, &key, &old, reason, now).await?;
+            sqlx::query(
+                "UPDATE chats SET thread_id = NULL, turns = 0, last_tokens = NULL,
+                    total_tokens = NULL, last_compaction = NULL, last_compaction_turn = NULL,
+                    updated_at = ? WHERE chat_key = ?",
+            )
+            .bind(now)
+            .bind(&key)
+            .execute(tx)
+            .await?;
+            Ok(Some(old))
+        })
+        .await
     }
 
     /// Records a finished turn in one transaction: what was asked and the reply join the
@@ -295,14 +304,6 @@ impl Store {
             })
             .collect())
     }
-}
-
-/// Gives back a connection from [`Store::durable`] to the ordinary writes.
-async fn relax(mut connection: PoolConnection<Sqlite>) -> Result<(), StoreError> {
-    sqlx::query("PRAGMA synchronous = NORMAL")
-        .execute(&mut *connection)
-        .await?;
-    Ok(())
 }
 
 async fn select_chat(
@@ -608,23 +609,23 @@ mod tests {
         let (a, b) = (key("a"), key("b"));
         store.set_thread(&a, "/w", "t1", None).await.unwrap();
         store
-            .append_transcript(&a, "t1", Role::User, "old question")
+            .append_transcript(&a, "t1", &[(Role::User, "old question")])
             .await
             .unwrap();
         store.retire_thread(&a, RetireReason::New).await.unwrap();
         store.set_thread(&a, "/w", "t2", None).await.unwrap();
         for i in 0..5 {
             store
-                .append_transcript(&a, "t2", Role::User, &format!("q{i}"))
+                .append_transcript(&a, "t2", &[(Role::User, &format!("q{i}"))])
                 .await
                 .unwrap();
             store
-                .append_transcript(&a, "t2", Role::Assistant, &format!("a{i}"))
+                .append_transcript(&a, "t2", &[(Role::Assistant, &format!("a{i}"))])
                 .await
                 .unwrap();
         }
         store
-            .append_transcript(&b, "tb", Role::User, "other chat")
+            .append_transcript(&b, "tb", &[(Role::User, "other chat")])
             .await
             .unwrap();
         let recent = store.recent_transcript(&a, 3).await.unwrap();

@@ -7,15 +7,15 @@ use crate::chat::ChatKey;
 
 impl Store {
     #[instrument(skip_all, fields(chat = %chat, thread_id))]
+    /// Appends `lines`, in order, in one statement.
     pub async fn append_transcript(
         &self,
         chat: &ChatKey,
         thread_id: &str,
-        role: Role,
-        text: &str,
+        lines: &[(Role, &str)],
     ) -> Result<(), StoreError> {
         let mut connection = self.pool.acquire().await?;
-        insert_transcript_lines(&mut connection, chat, thread_id, &[(role, text)]).await
+        insert_transcript_lines(&mut connection, chat, thread_id, lines).await
     }
 
     /// The last `limit` transcript entries of the chat's current conversation

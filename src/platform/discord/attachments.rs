@@ -2,13 +2,23 @@
 //! limit) when the chat's turn for it comes.
 
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use tracing::warn;
 
 use crate::chat::{Attachment, AttachmentKind, FetchError, FetchFile, Fetched};
 
+/// A download that takes longer has failed: the chat's turn waits for it.
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// One client for every download: it keeps connections to the CDN open.
-static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(reqwest::Client::new);
+static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(DOWNLOAD_TIMEOUT)
+        .build()
+        .unwrap_or_default()
+});
 
 /// The attachments of a message, by their content type: images, audio (voice messages
 /// included) for transcription, anything else as a document.
