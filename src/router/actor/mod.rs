@@ -106,23 +106,26 @@ impl Actor {
                 ActorMsg::Decide { done, .. } => {
                     let _ = done.send(false);
                 }
-                ActorMsg::Inbound(inbound) => {
-                    self.activity.touch();
-                    self.activity.set_busy(true);
-                    self.handle(inbound).await;
-                    self.activity.touch();
-                    self.activity.set_busy(!self.queue.is_empty());
-                }
-                ActorMsg::Prepared { inbound, prompt } => {
-                    self.activity.touch();
-                    self.activity.set_busy(true);
-                    let replies = Replies::to(&inbound);
-                    self.turn(&replies, TurnRequest::Message(&prompt)).await;
-                    self.activity.touch();
-                    self.activity.set_busy(!self.queue.is_empty());
-                }
+                ActorMsg::Inbound(inbound) => self.serve(inbound, None).await,
+                ActorMsg::Prepared { inbound, prompt } => self.serve(inbound, Some(prompt)).await,
             }
         }
+    }
+
+    /// Handles one message, the chat marked busy meanwhile; a prepared prompt goes to
+    /// Codex as it is.
+    async fn serve(&mut self, inbound: Inbound, prepared: Option<Prompt>) {
+        self.activity.touch();
+        self.activity.set_busy(true);
+        match prepared {
+            None => self.handle(inbound).await,
+            Some(prompt) => {
+                let replies = Replies::to(&inbound);
+                self.turn(&replies, TurnRequest::Message(&prompt)).await;
+            }
+        }
+        self.activity.touch();
+        self.activity.set_busy(!self.queue.is_empty());
     }
 
     /// Shutdown ran out of time: tell every queued message's chat it was not handled.
