@@ -48,6 +48,9 @@ pub enum TelegramError {
 /// How much longer than a long poll's own timeout its HTTP request may take, for the
 /// network; a client that gives up earlier turns every idle poll into an error.
 const POLL_MARGIN: Duration = Duration::from_secs(15);
+/// How long a file download may take (teloxide's default, 17 s, is too short for 20 MB
+/// on a slow link).
+const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);
 /// Longest pause between getUpdates calls after repeated network errors.
 const MAX_POLL_BACKOFF: Duration = Duration::from_secs(32);
 
@@ -63,6 +66,8 @@ struct Shared {
     bot: Bot,
     /// For getUpdates only: its client waits longer than the poll timeout.
     poll_bot: Bot,
+    /// For file downloads: its client waits as long as a 20 MB download may take.
+    file_bot: Bot,
     config: TelegramConfig,
     username: String,
     bot_user_id: u64,
@@ -78,7 +83,11 @@ pub async fn start(
     store: Store,
     health: IntakeHealth,
 ) -> Result<PlatformHandle, TelegramError> {
-    let (bot, poll_bot) = bots(config, token)?;
+    let Bots {
+        bot,
+        poll_bot,
+        file_bot,
+    } = bots(config, token)?;
     let me = bot.get_me().await.map_err(TelegramError::Start)?;
     let username = me.username().to_owned();
     info!(bot = username, "telegram connected");
@@ -87,6 +96,7 @@ pub async fn start(
     let shared = Arc::new(Shared {
         bot,
         poll_bot,
+        file_bot,
         config: config.clone(),
         username,
         bot_user_id: me.id.0,
@@ -121,8 +131,8 @@ pub async fn start(
     Ok(PlatformHandle::new("telegram", stop, intake, delivery))
 }
 
-/// The bot for everything, and one for getUpdates whose client waits out a long poll.
-fn bots(config: &TelegramConfig, token: &str) -> Result<(Bot, Bot), TelegramError> {
+/// The Telegram clients: each kind of call waits as long as it may take.
+fn bots(config: &TelegramConfig, token: &str) -> Result<Bots, TelegramError> {
     let url: url::Url =
         config
             .api_url
@@ -137,7 +147,23 @@ fn bots(config: &TelegramConfig, token: &str) -> Result<(Bot, Bot), TelegramErro
         .build()
         .map_err(|error| TelegramError::Client(error.to_string()))?;
     let poll_bot = Bot::with_client(token, poll_client).set_api_url(url.clone());
-    Ok((Bot::new(token).set_api_url(url), poll_bot))
+    let file_client = teloxide::net::default_reqwest_settings()
+        .timeout(DOWNLOAD_TIMEOUT)
+        .build()
+        .map_err(|error| TelegramError::Client(error.to_string()))?;
+    let file_bot = Bot::with_client(token, file_client).set_api_url(url.clone());
+    Ok(Bots {
+        bot: Bot::new(token).set_api_url(url),
+        poll_bot,
+        file_bot,
+    })
+}
+
+/// The bot for everything, one for getUpdates and one for downloads.
+struct Bots {
+    bot: Bot,
+    poll_bot: Bot,
+    file_bot: Bot,
 }
 
 /// Registers the command menu and removes a webhook, which would block long polling.
@@ -264,7 +290,7 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
     if !allowed {
         return refuse(shared, target, user_id);
     }
-    let files = attachments::of(&shared.bot, &message);
+    let files = attachments::of(&shared.file_bot, &message);
     if text.is_none() && files.is_empty() {
         let hint = "I can read text, photos, files and voice notes, but not this kind of \
                     message: please send your request as text.";
