@@ -390,7 +390,7 @@ async fn with_real_codex() {
     for i in 0..STORED_CHATS {
         let key = ChatKey::new(Platform::Console, format!("stored-{i}"));
         app.store()
-            .set_thread(&key, "/w", &format!("thread-{i}"), None)
+            .set_thread(&key, "local", "/w", &format!("thread-{i}"), None)
             .await
             .unwrap();
     }

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod workers;
+
+pub use workers::RemoteConfig;
 pub use crate::codex::{ApprovalPolicy, SandboxMode};
 pub use crate::hygiene::CompactionMode;
 use crate::hygiene::Policy;
@@ -131,8 +134,13 @@ pub struct CodexConfig {
     /// `health_check_timeout_secs` counts as wedged and is restarted.
     pub health_check_secs: u64,
     pub health_check_timeout_secs: u64,
-    /// App-server processes; each hosts many threads, and a chat sticks to one.
+    /// App-server processes on this machine; each hosts many threads, and a chat sticks
+    /// to one. 0 runs Codex only on the remote workers.
     pub processes: usize,
+    /// App-servers on other machines (`[[codex.remote]]`).
+    pub remote: Vec<RemoteConfig>,
+    /// How long a message waits for its chat's unreachable worker before it fails.
+    pub worker_wait_secs: u64,
     /// An approval request nobody answers is declined after this long.
     pub approval_timeout_secs: u64,
     /// Messages a chat may have waiting behind its running turn; more are refused.
@@ -159,6 +167,8 @@ impl Default for CodexConfig {
             health_check_secs: 30,
             health_check_timeout_secs: 10,
             processes: 1,
+            remote: Vec::new(),
+            worker_wait_secs: 300,
             approval_timeout_secs: 600,
             max_queued_messages: 20,
         }
@@ -424,6 +434,7 @@ impl Config {
         )?;
         config.discord.token =
             token_from_file("discord", &config.discord.token, &config.discord.token_file)?;
+        workers::load(&mut config.codex.remote, config.codex.processes)?;
         let key_name = &config.transcription.api_key_env;
         config.transcription.api_key = env
             .iter()
@@ -440,17 +451,18 @@ impl Config {
             codex.request_timeout_secs,
             codex.health_check_secs,
             codex.health_check_timeout_secs,
+            codex.worker_wait_secs,
         ];
         if periods.contains(&0) {
             return Err(ConfigError::Rule(
-                "codex.turn_timeout_secs, request_timeout_secs, health_check_secs and \
-                 health_check_timeout_secs must be above 0"
+                "codex.turn_timeout_secs, request_timeout_secs, health_check_secs, \
+                 health_check_timeout_secs and worker_wait_secs must be above 0"
                     .into(),
             ));
         }
-        if self.codex.processes == 0 || self.hygiene.max_live_threads == 0 {
+        if self.hygiene.max_live_threads == 0 {
             return Err(ConfigError::Rule(
-                "codex.processes and hygiene.max_live_threads must be at least 1".into(),
+                "hygiene.max_live_threads must be at least 1".into(),
             ));
         }
         if !(1..=100).contains(&self.hygiene.compact_at_percent) {
@@ -514,7 +526,8 @@ impl Config {
             &self.discord.token,
             &self.transcription.api_key,
         ];
-        keys.into_iter().flatten().collect()
+        let workers = self.codex.remote.iter().map(|remote| &remote.token);
+        keys.into_iter().chain(workers).flatten().collect()
     }
 }
 

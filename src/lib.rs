@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::codex::{Codex, CodexError, HealthCheck, RunAs, RunAsError, SpawnSpec, Starting};
+use crate::codex::{
+    Codex, CodexError, HealthCheck, RemoteSpec, RunAs, RunAsError, SpawnSpec, Starting,
+};
 use crate::config::Config;
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::platform::PlatformHandle;
@@ -61,7 +63,6 @@ pub enum StartError {
 pub struct App {
     ctx: Arc<Context>,
     router: Router,
-    processes: usize,
     /// Keeps a second gateway off this database while any clone lives.
     _lock: Arc<InstanceLock>,
 }
@@ -85,7 +86,8 @@ impl App {
             check_run_as(user, config)?;
         }
         let transcriber = Transcriber::from_config(&config.transcription)?;
-        let (codex, starting) = Codex::launch(spec.clone(), config.codex.processes);
+        let remotes = remote_specs(config);
+        let (codex, starting) = Codex::launch(spec.clone(), config.codex.processes, remotes);
         let ctx = Arc::new(Context {
             store,
             codex,
@@ -99,7 +101,6 @@ impl App {
         let app = Self {
             router: Router::new(ctx.clone(), config.hygiene.max_live_threads),
             ctx,
-            processes: config.codex.processes,
             _lock: Arc::new(lock),
         };
         Ok((app, starting))
@@ -164,12 +165,40 @@ pub fn spawn_spec(config: &Config) -> Result<SpawnSpec, RunAsError> {
             .into_iter()
             .map(|s| s.expose().to_owned())
             .collect(),
-        request_timeout: Duration::from_secs(config.codex.request_timeout_secs),
-        health_check: HealthCheck {
-            every: Duration::from_secs(config.codex.health_check_secs),
-            timeout: Duration::from_secs(config.codex.health_check_timeout_secs),
-        },
+        request_timeout: request_timeout(config),
+        health_check: health_check(config),
     })
+}
+
+fn request_timeout(config: &Config) -> Duration {
+    Duration::from_secs(config.codex.request_timeout_secs)
+}
+
+fn health_check(config: &Config) -> HealthCheck {
+    HealthCheck {
+        every: Duration::from_secs(config.codex.health_check_secs),
+        timeout: Duration::from_secs(config.codex.health_check_timeout_secs),
+    }
+}
+
+/// How to reach each `[[codex.remote]]` worker, from the config.
+pub fn remote_specs(config: &Config) -> Vec<RemoteSpec> {
+    config
+        .codex
+        .remote
+        .iter()
+        .map(|remote| RemoteSpec {
+            name: remote.name(),
+            url: remote.url.clone(),
+            token: remote
+                .token
+                .as_ref()
+                .map(|token| token.expose().to_owned())
+                .unwrap_or_default(),
+            request_timeout: request_timeout(config),
+            health_check: health_check(config),
+        })
+        .collect()
 }
 
 /// Codex can run as `user` here: the gateway may switch to it, and Codex's home and the
@@ -192,12 +221,17 @@ impl server::Observed for App {
         if let Err(error) = self.ctx.store.ping().await {
             problems.push(format!("database: {error}"));
         }
-        let running = self.ctx.codex.servers().await.len();
-        if running < self.processes {
-            problems.push(format!(
-                "codex: {running} of {} processes running",
-                self.processes
-            ));
+        let states = self.ctx.codex.states();
+        // A worker that is down is retried, and its chats wait for it; the gateway is
+        // unhealthy only when its own processes are not all running, or when no Codex
+        // server at all is reachable.
+        for state in &states {
+            if let (None, Some(problem)) = (&state.url, &state.problem) {
+                problems.push(format!("codex: {problem}"));
+            }
+        }
+        if !states.iter().any(|state| state.up) {
+            problems.push("codex: no server is reachable".to_owned());
         }
         match problems.is_empty() {
             true => Ok(()),
@@ -205,12 +239,38 @@ impl server::Observed for App {
         }
     }
 
+    /// One line per Codex server: up or why not, and its live threads.
+    async fn details(&self) -> String {
+        let line = |state: &codex::ServerState| {
+            let place = state.url.as_deref().unwrap_or("this machine");
+            match &state.problem {
+                None => format!(
+                    "codex {} ({place}): up, {} live threads\n",
+                    state.name, state.live_threads
+                ),
+                Some(problem) => format!("codex {} ({place}): down: {problem}\n", state.name),
+            }
+        };
+        self.ctx.codex.states().iter().map(line).collect()
+    }
+
     async fn metrics(&self) -> String {
         let servers = self.ctx.codex.servers().await;
         self.ctx.metrics.render(&metrics::Gauges {
             active_chats: self.router.active_chats(),
             live_threads: servers.iter().map(|s| s.subscriptions()).sum(),
-            codex_processes: servers.len(),
+            codex_processes: servers.iter().filter(|s| s.pid().is_some()).count(),
+            servers: self
+                .ctx
+                .codex
+                .states()
+                .into_iter()
+                .map(|state| metrics::ServerGauge {
+                    name: state.name,
+                    up: state.up,
+                    live_threads: state.live_threads,
+                })
+                .collect(),
             codex_restarts: self.ctx.codex.restarts(),
             codex_wedged: self.ctx.codex.wedged(),
         })
@@ -275,6 +335,10 @@ impl server::Observed for Observer {
             (Err(problem), Ok(())) | (Ok(()), Err(problem)) => Err(problem),
             (Err(core), Err(intakes)) => Err(format!("{core}; {intakes}")),
         }
+    }
+
+    async fn details(&self) -> String {
+        self.app.details().await
     }
 
     async fn metrics(&self) -> String {

@@ -128,31 +128,73 @@ async fn check_config(config: &Config) -> Result<(), String> {
     store.close().await;
     println!("database: {} opened and migrated", db.display());
     let spec = codex_gateway::spawn_spec(config).map_err(|e| e.to_string())?;
-    let server = codex::AppServer::spawn(&spec)
-        .await
-        .map_err(|e| e.to_string())?;
-    println!(
-        "codex: {} started and answered initialize",
-        config.codex.binary.display()
-    );
-    let account = server.account().await;
-    server.shutdown().await;
-    match account {
-        Ok(state) if codex_gateway::session::login_missing(&state, &spec) => {
-            return Err(codex_gateway::session::LOGIN_MISSING.into());
-        }
-        Ok(_) => println!("codex: logged in, or its model provider needs no login"),
-        Err(error) => {
-            return Err(format!(
-                "codex did not say whether it is logged in: {error}"
-            ));
-        }
+    if config.codex.processes > 0 {
+        let server = codex::AppServer::spawn(&spec)
+            .await
+            .map_err(|e| e.to_string())?;
+        println!(
+            "codex: {} started and answered initialize",
+            config.codex.binary.display()
+        );
+        check_login("codex", &server, &spec).await?;
     }
+    check_workers(config, &spec).await?;
     let workspace = &config.codex.workspace;
     std::fs::create_dir_all(workspace)
         .map_err(|e| format!("workspace {} cannot be created: {e}", workspace.display()))?;
     println!("workspace: {} is usable", workspace.display());
     Ok(())
+}
+
+/// Whether the app-server can reach its model: logged in, or a provider without login.
+async fn check_login(
+    label: &str,
+    server: &codex::AppServer,
+    spec: &codex::SpawnSpec,
+) -> Result<(), String> {
+    let account = server.account().await;
+    server.shutdown().await;
+    match account {
+        Ok(state) if codex_gateway::session::login_missing(&state, spec) => Err(format!(
+            "{label}: {}",
+            codex_gateway::session::LOGIN_MISSING
+        )),
+        Ok(_) => {
+            println!("{label}: logged in, or its model provider needs no login");
+            Ok(())
+        }
+        Err(error) => Err(format!(
+            "{label} did not say whether it is logged in: {error}"
+        )),
+    }
+}
+
+/// One line per `[[codex.remote]]` worker: connected and logged in, or why not. Every
+/// worker is tried before the first failure is returned.
+async fn check_workers(config: &Config, spec: &codex::SpawnSpec) -> Result<(), String> {
+    let mut failed = Vec::new();
+    for remote in codex_gateway::remote_specs(config) {
+        let label = format!("codex worker {} ({})", remote.name, remote.url);
+        let checked = match codex::AppServer::connect(&remote).await {
+            Ok(server) => {
+                println!("{label}: connected and answered initialize");
+                check_login(&label, &server, spec).await
+            }
+            Err(error) => Err(format!("{label}: {error}")),
+        };
+        if let Err(problem) = checked {
+            println!("{problem}");
+            failed.push(remote.name);
+        }
+    }
+    match failed.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "{} of the Codex workers failed the check: {}",
+            failed.len(),
+            failed.join(", ")
+        )),
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT. The handlers are in place from the call on, so a

@@ -18,6 +18,11 @@ struct ErrorLabels {
     kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabels {
+    server: String,
+}
+
 pub struct Metrics {
     pub turns: Counter,
     pub resumes: Counter,
@@ -34,6 +39,8 @@ pub struct Metrics {
     codex_processes: Gauge,
     codex_restarts: Counter,
     codex_wedged: Counter,
+    server_up: Family<ServerLabels, Gauge>,
+    server_live_threads: Family<ServerLabels, Gauge>,
     registry: Registry,
 }
 
@@ -44,6 +51,14 @@ pub struct Gauges {
     pub codex_processes: usize,
     pub codex_restarts: u64,
     pub codex_wedged: u64,
+    /// Each Codex server: this machine's processes (`local`) and every worker.
+    pub servers: Vec<ServerGauge>,
+}
+
+pub struct ServerGauge {
+    pub name: String,
+    pub up: bool,
+    pub live_threads: usize,
 }
 
 impl Default for Metrics {
@@ -71,6 +86,12 @@ impl Default for Metrics {
         );
         let errors = Family::<ErrorLabels, Counter>::default();
         registry.register("errors", "Errors by kind.", errors.clone());
+        let server_up = Family::<ServerLabels, Gauge>::default();
+        let help = "1 when the Codex server (local or a worker) is running or connected.";
+        registry.register("codex_server_up", help, server_up.clone());
+        let server_live_threads = Family::<ServerLabels, Gauge>::default();
+        let help = "Codex threads the gateway holds live, by server.";
+        registry.register("codex_server_live_threads", help, server_live_threads.clone());
         let mut gauge = |name: &str, help: &str| {
             let gauge = Gauge::default();
             registry.register(name, help, gauge.clone());
@@ -90,6 +111,8 @@ impl Default for Metrics {
             errors,
             codex_restarts,
             codex_wedged,
+            server_up,
+            server_live_threads,
             registry,
         }
     }
@@ -111,6 +134,15 @@ impl Metrics {
         restarts.store(gauges.codex_restarts, Ordering::Relaxed);
         let wedged = self.codex_wedged.inner();
         wedged.store(gauges.codex_wedged, Ordering::Relaxed);
+        for server in &gauges.servers {
+            let labels = ServerLabels {
+                server: server.name.clone(),
+            };
+            let up = self.server_up.get_or_create(&labels);
+            up.set(i64::from(server.up));
+            let threads = self.server_live_threads.get_or_create(&labels);
+            threads.set(as_gauge(server.live_threads));
+        }
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");
         text
@@ -135,6 +167,18 @@ mod tests {
             codex_processes: 1,
             codex_restarts: 4,
             codex_wedged: 1,
+            servers: vec![
+                ServerGauge {
+                    name: "local".into(),
+                    up: true,
+                    live_threads: 2,
+                },
+                ServerGauge {
+                    name: "gpu1".into(),
+                    up: false,
+                    live_threads: 0,
+                },
+            ],
         });
         for line in [
             "# TYPE codex_gateway_turns counter\ncodex_gateway_turns_total 2\n",
@@ -143,6 +187,9 @@ mod tests {
             "codex_gateway_codex_wedged_total 1\n",
             "codex_gateway_errors_total{kind=\"codex\"} 2\n",
             "codex_gateway_errors_total{kind=\"store\"} 1\n",
+            "codex_gateway_codex_server_up{server=\"local\"} 1\n",
+            "codex_gateway_codex_server_up{server=\"gpu1\"} 0\n",
+            "codex_gateway_codex_server_live_threads{server=\"local\"} 2\n",
         ] {
             assert!(text.contains(line), "{line:?} not in:\n{text}");
         }

@@ -18,6 +18,10 @@ use tracing::{info, warn};
 pub trait Observed: Clone + Send + Sync + 'static {
     /// `Err` names what is down.
     fn health(&self) -> impl Future<Output = Result<(), String>> + Send;
+    /// Lines shown under the verdict (one per Codex server).
+    fn details(&self) -> impl Future<Output = String> + Send {
+        async { String::new() }
+    }
     /// The metrics in Prometheus' text format.
     fn metrics(&self) -> impl Future<Output = String> + Send;
 }
@@ -58,11 +62,12 @@ impl Server {
 }
 
 async fn healthz<O: Observed>(State(observed): State<O>) -> impl IntoResponse {
+    let details = observed.details().await;
     match observed.health().await {
-        Ok(()) => (StatusCode::OK, "ok\n".to_owned()),
+        Ok(()) => (StatusCode::OK, format!("ok\n{details}")),
         Err(problem) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("unhealthy: {problem}\n"),
+            format!("unhealthy: {problem}\n{details}"),
         ),
     }
 }

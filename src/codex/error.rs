@@ -17,6 +17,19 @@ pub enum CodexError {
     ProcessExited,
     #[error("could not start the Codex app-server ({binary}): {message}")]
     Spawn { binary: String, message: String },
+    /// A remote app-server (a worker) cannot be reached right now; it is retried.
+    #[error("Codex worker {server} is unreachable: {message}")]
+    Unreachable { server: String, message: String },
+    /// A remote app-server turned the gateway's token away: its config needs fixing.
+    #[error("Codex worker {server} ({url}) refused the token (HTTP {status}); check its token_file")]
+    Refused {
+        server: String,
+        url: String,
+        status: u16,
+    },
+    /// No Codex server at all can take a new chat now: every worker is unreachable.
+    #[error("no Codex server is reachable")]
+    NoServerReachable,
     #[error("Codex did not answer {method} within {timeout:?}")]
     Timeout { method: String, timeout: Duration },
     #[error("Codex rejected {method}: {message} (code {code})")]

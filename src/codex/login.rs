@@ -32,6 +32,8 @@ pub enum LoginOutcome {
 /// A login waiting for the person to enter the code.
 pub struct PendingLogin {
     login_id: String,
+    /// The app-server logging in: each server has its own Codex home and login.
+    server: AppServer,
     events: broadcast::Receiver<(String, Value)>,
 }
 
@@ -46,6 +48,7 @@ impl AppServer {
             .await?;
         let pending = PendingLogin {
             login_id: login.login_id.clone(),
+            server: self.clone(),
             events,
         };
         Ok((login, pending))
@@ -59,6 +62,10 @@ impl AppServer {
 }
 
 impl PendingLogin {
+    pub fn server(&self) -> &AppServer {
+        &self.server
+    }
+
     /// Waits for `account/login/completed` of this login, at most `within`.
     pub async fn completed(mut self, within: Duration) -> LoginOutcome {
         let wait = async {

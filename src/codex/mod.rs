@@ -7,11 +7,13 @@ mod login;
 mod orphans;
 mod process;
 mod protocol;
+mod remote;
 mod run_as;
 mod spawn;
 mod supervisor;
 mod threads;
 mod wire;
+mod workers;
 
 pub use catalog::{ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
 pub use error::CodexError;
@@ -25,6 +27,7 @@ pub use protocol::{
 };
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
-pub use supervisor::{Codex, Starting};
+pub use remote::RemoteSpec;
+pub use supervisor::{Codex, LOCAL, ServerState, Starting};
 pub use threads::{ThreadPage, ThreadSummary};
 pub use wire::{ApprovalResponder, ThreadEvent};

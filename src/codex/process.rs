@@ -1,15 +1,14 @@
 //! One `codex app-server` child: JSON-RPC over stdio, many threads per process.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info};
 
 use super::catalog::TurnOverrides;
@@ -30,7 +29,10 @@ pub struct AppServer {
 
 impl std::fmt::Debug for AppServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "AppServer(pid {:?})", self.shared.pid)
+        match self.shared.pid {
+            Some(pid) => write!(f, "AppServer(pid {pid})"),
+            None => f.write_str("AppServer(remote)"),
+        }
     }
 }
 
@@ -50,19 +52,12 @@ impl AppServer {
         );
         let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
         let (kill_tx, kill_rx) = oneshot::channel();
-        let shared = Arc::new(Shared {
-            pid: child.id(),
+        let shared = Arc::new(Shared::new(
+            child.id(),
             outgoing,
-            pending: Mutex::new(HashMap::new()),
-            threads: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            alive: watch::Sender::new(true),
-            kill: Mutex::new(Some(kill_tx)),
-            request_timeout: spec.request_timeout,
-            file_changes: Mutex::new(HashMap::new()),
-            account_events: tokio::sync::broadcast::Sender::new(8),
-            known_rate_limits: Mutex::new(None),
-        });
+            kill_tx,
+            spec.request_timeout,
+        ));
         tokio::spawn(write_lines(stdin, outgoing_rx));
         tokio::spawn(read_lines(stdout, shared.clone()));
         tokio::spawn(async move {
@@ -74,7 +69,22 @@ impl AppServer {
         tokio::spawn(wait_for_exit(child, kill_rx, shared.clone()));
 
         let server = AppServer { shared };
-        let init = server
+        server
+            .initialize()
+            .await
+            .map_err(|error| spawn_error(format!("initialize failed: {error}")))?;
+        info!(pid = ?server.pid(), "codex app-server started");
+        Ok(server)
+    }
+
+    pub(super) fn from_shared(shared: Arc<Shared>) -> Self {
+        AppServer { shared }
+    }
+
+    /// The `initialize` handshake every connection begins with; on failure the
+    /// connection is closed.
+    pub(super) async fn initialize(&self) -> Result<(), CodexError> {
+        let init = self
             .request::<Value>(
                 "initialize",
                 json!({
@@ -84,12 +94,11 @@ impl AppServer {
             )
             .await;
         if let Err(error) = init {
-            server.shutdown().await;
-            return Err(spawn_error(format!("initialize failed: {error}")));
+            self.shutdown().await;
+            return Err(error);
         }
-        server.notify("initialized");
-        info!(pid = ?server.pid(), "codex app-server started");
-        Ok(server)
+        self.notify("initialized");
+        Ok(())
     }
 
     pub fn pid(&self) -> Option<u32> {

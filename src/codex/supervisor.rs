@@ -10,26 +10,51 @@ use tracing::{error, warn};
 
 use super::error::CodexError;
 use super::process::AppServer;
-use super::spawn::SpawnSpec;
+use super::remote::RemoteSpec;
+use super::spawn::{HealthCheck, SpawnSpec};
+use super::workers::Worker;
 
 /// A process that lived at least this long resets the backoff.
 const HEALTHY_UPTIME: Duration = Duration::from_secs(60);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// Shared handle to the pool.
+/// Where chats' threads run: this machine's app-server processes (the server named
+/// [`LOCAL`]) and remote workers. Clones share them.
 #[derive(Clone)]
 pub struct Codex {
     slots: Arc<[Supervised]>,
+    workers: Arc<[Worker]>,
 }
 
-/// The first start of each process of a launched pool.
+/// The name of this machine's app-servers, which share one Codex home.
+pub const LOCAL: &str = "local";
+
+/// How one Codex server is doing, for health, metrics and `/status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerState {
+    pub name: String,
+    /// A worker's address; `None` for this machine's processes.
+    pub url: Option<String>,
+    pub up: bool,
+    /// Threads the gateway holds live there.
+    pub live_threads: usize,
+    /// Why it is down, when it is.
+    pub problem: Option<String>,
+}
+
+/// The first start of each process and the first connection to each worker.
 pub struct Starting(Vec<oneshot::Receiver<Result<(), CodexError>>>);
 
 impl Starting {
-    /// Waits until every process has started once; the first failure, if any.
+    /// Waits until every process has started once and every worker was tried once; the
+    /// first failure that needs fixing, if any. An unreachable worker is not one: it is
+    /// retried, and its chats wait for it.
     pub async fn finished(self) -> Result<(), CodexError> {
         for first in self.0 {
-            first.await.unwrap_or(Err(CodexError::ProcessExited))?;
+            match first.await.unwrap_or(Err(CodexError::ProcessExited)) {
+                Ok(()) | Err(CodexError::Unreachable { .. }) => {}
+                Err(error) => return Err(error),
+            }
         }
         Ok(())
     }
@@ -62,10 +87,14 @@ struct Slot {
 }
 
 impl Codex {
-    /// Starts `processes` app-servers (so a broken binary is reported at once) and their
-    /// supervisors.
-    pub async fn start(spec: SpawnSpec, processes: usize) -> Result<Self, CodexError> {
-        let (codex, starting) = Self::launch(spec, processes);
+    /// Starts `processes` local app-servers (so a broken binary is reported at once),
+    /// connects to the workers, and supervises them all.
+    pub async fn start(
+        spec: SpawnSpec,
+        processes: usize,
+        remotes: Vec<RemoteSpec>,
+    ) -> Result<Self, CodexError> {
+        let (codex, starting) = Self::launch(spec, processes, remotes);
         if let Err(error) = starting.finished().await {
             codex.shutdown().await;
             return Err(error);
@@ -73,13 +102,13 @@ impl Codex {
         Ok(codex)
     }
 
-    /// Starts `processes` app-servers and their supervisors without waiting for them:
-    /// whoever asks for a server meanwhile waits until it is up. [`Starting`] tells how
-    /// the first starts went.
-    pub fn launch(spec: SpawnSpec, processes: usize) -> (Self, Starting) {
+    /// Starts `processes` local app-servers and connects to the workers without waiting
+    /// for them: whoever asks for a server meanwhile waits until it is up. [`Starting`]
+    /// tells how the first starts went.
+    pub fn launch(spec: SpawnSpec, processes: usize, remotes: Vec<RemoteSpec>) -> (Self, Starting) {
         let mut slots = Vec::with_capacity(processes);
-        let mut firsts = Vec::with_capacity(processes);
-        for _ in 0..processes.max(1) {
+        let mut firsts = Vec::with_capacity(processes + remotes.len());
+        for _ in 0..processes {
             let slot = Supervised {
                 inner: Arc::new(Inner {
                     spec: spec.clone(),
@@ -95,22 +124,108 @@ impl Codex {
             slots.push(slot);
             firsts.push(started);
         }
+        let mut workers = Vec::with_capacity(remotes.len());
+        for remote in remotes {
+            let (worker, connected) = Worker::launch(remote);
+            workers.push(worker);
+            firsts.push(connected);
+        }
         let codex = Codex {
             slots: slots.into(),
+            workers: workers.into(),
         };
         (codex, Starting(firsts))
     }
 
-    /// The live process serving `affinity` (a chat's key): the same one while it lives.
-    pub async fn server(&self, affinity: &str) -> Result<AppServer, CodexError> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        affinity.hash(&mut hasher);
-        let index = (hasher.finish() % self.slots.len() as u64) as usize;
-        self.slots[index].server().await
+    /// Whether `name` is one of the configured servers.
+    pub fn knows(&self, name: &str) -> bool {
+        (name == LOCAL && !self.slots.is_empty()) || self.worker(name).is_some()
     }
 
-    /// The processes running now. Never waits for a restart.
+    /// Where a chat's first thread goes: the reachable server with the fewest live
+    /// threads (this machine's first on a tie).
+    pub fn place(&self) -> Result<String, CodexError> {
+        self.states()
+            .into_iter()
+            .filter(|server| server.up || server.url.is_none())
+            .min_by_key(|server| server.live_threads)
+            .map(|server| server.name)
+            .ok_or(CodexError::NoServerReachable)
+    }
+
+    /// The live app-server of server `name` for `affinity` (a chat's key). This
+    /// machine's processes are waited for while they restart; a worker that is down
+    /// answers [`CodexError::Unreachable`] at once.
+    pub async fn server_at(&self, name: &str, affinity: &str) -> Result<AppServer, CodexError> {
+        if name == LOCAL && !self.slots.is_empty() {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            affinity.hash(&mut hasher);
+            let index = (hasher.finish() % self.slots.len() as u64) as usize;
+            return self.slots[index].server().await;
+        }
+        match self.worker(name) {
+            Some(worker) => worker.server(),
+            None => Err(CodexError::Unreachable {
+                server: name.to_owned(),
+                message: "no such Codex server is configured".into(),
+            }),
+        }
+    }
+
+    /// Waits up to `within` until server `name` (any server, if `None`) is reachable.
+    pub async fn until_reachable(&self, name: Option<&str>, within: Duration) -> bool {
+        let reachable = async {
+            match name {
+                Some(name) => match self.worker(name) {
+                    Some(worker) => worker.connected().await,
+                    None => std::future::pending().await,
+                },
+                None if self.workers.is_empty() => std::future::pending().await,
+                None => {
+                    let all = self.workers.iter().map(|w| Box::pin(w.connected()));
+                    futures_util::future::select_all(all).await;
+                }
+            }
+        };
+        tokio::time::timeout(within, reachable).await.is_ok()
+    }
+
+    /// Every server, this machine's first, with what it is doing. Never waits.
+    pub fn states(&self) -> Vec<ServerState> {
+        let mut states = Vec::with_capacity(1 + self.workers.len());
+        if !self.slots.is_empty() {
+            let running = self.local_servers();
+            states.push(ServerState {
+                name: LOCAL.to_owned(),
+                url: None,
+                up: running.len() == self.slots.len(),
+                live_threads: running.iter().map(AppServer::subscriptions).sum(),
+                problem: (running.len() < self.slots.len()).then(|| {
+                    format!("{} of {} processes running", running.len(), self.slots.len())
+                }),
+            });
+        }
+        for worker in self.workers.iter() {
+            let current = worker.current();
+            states.push(ServerState {
+                name: worker.name().to_owned(),
+                url: Some(worker.url().to_owned()),
+                up: current.is_some(),
+                live_threads: current.as_ref().map_or(0, AppServer::subscriptions),
+                problem: worker.problem(),
+            });
+        }
+        states
+    }
+
+    /// The app-servers running or connected now, local and remote. Never waits.
     pub async fn servers(&self) -> Vec<AppServer> {
+        let mut servers = self.local_servers();
+        servers.extend(self.workers.iter().filter_map(Worker::current));
+        servers
+    }
+
+    fn local_servers(&self) -> Vec<AppServer> {
         let current = |slot: &Supervised| slot.inner.current.lock().expect("lock").clone();
         self.slots
             .iter()
@@ -119,26 +234,38 @@ impl Codex {
             .collect()
     }
 
-    /// How many processes were killed and restarted for not answering.
+    fn worker(&self, name: &str) -> Option<&Worker> {
+        self.workers.iter().find(|worker| worker.name() == name)
+    }
+
+    /// How many processes were killed and restarted, or connections closed and opened
+    /// again, for not answering.
     pub fn wedged(&self) -> u64 {
-        self.slots
+        let local: u64 = self
+            .slots
             .iter()
             .map(|slot| slot.inner.wedged.load(Ordering::Relaxed))
-            .sum()
+            .sum();
+        local + self.workers.iter().map(Worker::wedged).sum::<u64>()
     }
 
-    /// How many times a dead process has been replaced, over all slots.
+    /// How many times a dead process has been replaced or a lost worker reconnected.
     pub fn restarts(&self) -> u64 {
-        self.slots
+        let local: u64 = self
+            .slots
             .iter()
             .map(|slot| slot.inner.restarts.load(Ordering::Relaxed))
-            .sum()
+            .sum();
+        local + self.workers.iter().map(Worker::reconnects).sum::<u64>()
     }
 
-    /// Stops supervising and kills every process.
+    /// Stops supervising, kills every process and closes every connection.
     pub async fn shutdown(&self) {
         for slot in self.slots.iter() {
             slot.shutdown().await;
+        }
+        for worker in self.workers.iter() {
+            worker.shutdown().await;
         }
     }
 }
@@ -202,7 +329,9 @@ impl Supervised {
 
     async fn supervise(self, mut server: AppServer) {
         loop {
-            self.until_dead_or_wedged(&server).await;
+            if until_dead_or_wedged(&server, self.inner.spec.health_check).await {
+                self.inner.wedged.fetch_add(1, Ordering::Relaxed);
+            }
             if self.inner.shutting_down.load(Ordering::SeqCst) {
                 return;
             }
@@ -218,27 +347,23 @@ impl Supervised {
     }
 }
 
-impl Supervised {
-    /// Returns when the process has died, or has stopped answering the periodic health
-    /// check (then it is killed, and restarted like a crashed one).
-    async fn until_dead_or_wedged(&self, server: &AppServer) {
-        let check = self.inner.spec.health_check;
-        loop {
-            tokio::select! {
-                () = server.exited() => return,
-                () = tokio::time::sleep(check.every) => {}
-            }
-            if !server.answers(check.timeout).await && server.is_alive() {
-                warn!(pid = ?server.pid(), timeout = ?check.timeout, "codex app-server stopped answering; restarting it");
-                self.inner.wedged.fetch_add(1, Ordering::Relaxed);
-                server.shutdown().await;
-                return;
-            }
+/// Returns when the server has died, or has stopped answering the periodic health check
+/// (then it is shut down, and replaced like a crashed one); whether it was the latter.
+pub(super) async fn until_dead_or_wedged(server: &AppServer, check: HealthCheck) -> bool {
+    loop {
+        tokio::select! {
+            () = server.exited() => return false,
+            () = tokio::time::sleep(check.every) => {}
+        }
+        if !server.answers(check.timeout).await && server.is_alive() {
+            warn!(?server, timeout = ?check.timeout, "codex app-server stopped answering; replacing it");
+            server.shutdown().await;
+            return true;
         }
     }
 }
 
-fn backoff(failures: u32) -> Duration {
+pub(super) fn backoff(failures: u32) -> Duration {
     match failures {
         0 => Duration::ZERO,
         n => (Duration::from_millis(250) * 2u32.saturating_pow(n - 1)).min(MAX_BACKOFF),

@@ -75,6 +75,29 @@ pub(super) struct Shared {
     pub(super) known_rate_limits: Mutex<Option<RateLimits>>,
 }
 
+impl Shared {
+    pub(super) fn new(
+        pid: Option<u32>,
+        outgoing: mpsc::UnboundedSender<String>,
+        kill: oneshot::Sender<()>,
+        request_timeout: Duration,
+    ) -> Self {
+        Shared {
+            pid,
+            outgoing,
+            pending: Mutex::new(HashMap::new()),
+            threads: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            alive: watch::Sender::new(true),
+            kill: Mutex::new(Some(kill)),
+            request_timeout,
+            file_changes: Mutex::new(HashMap::new()),
+            account_events: broadcast::Sender::new(8),
+            known_rate_limits: Mutex::new(None),
+        }
+    }
+}
+
 pub(super) async fn write_lines(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>) {
     while let Some(mut line) = lines.recv().await {
         line.push('\n');
@@ -144,7 +167,7 @@ pub(super) async fn wait_for_exit(
 }
 
 impl Shared {
-    fn dispatch(&self, line: &str) {
+    pub(super) fn dispatch(&self, line: &str) {
         let message: Value = match serde_json::from_str(line) {
             Ok(message) => message,
             Err(error) => {
@@ -274,19 +297,8 @@ mod tests {
 
     fn shared() -> (Shared, mpsc::UnboundedReceiver<String>) {
         let (outgoing, written) = mpsc::unbounded_channel();
-        let shared = Shared {
-            pid: None,
-            outgoing,
-            pending: Mutex::new(HashMap::new()),
-            threads: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            alive: watch::Sender::new(true),
-            kill: Mutex::new(None),
-            request_timeout: Duration::from_secs(1),
-            file_changes: Mutex::new(HashMap::new()),
-            account_events: broadcast::Sender::new(8),
-            known_rate_limits: Mutex::new(None),
-        };
+        let (kill, _) = oneshot::channel();
+        let shared = Shared::new(None, outgoing, kill, Duration::from_secs(1));
         (shared, written)
     }
 

@@ -131,6 +131,14 @@ pub fn session_error(error: &SessionError) -> String {
         SessionError::Codex(CodexError::Spawn { .. }) => {
             "Codex is not available right now; the operator has been told (see the logs).".into()
         }
+        SessionError::Codex(CodexError::Unreachable { server, message }) => format!(
+            "This chat's Codex worker {server} is unreachable ({message}), so nothing was sent \
+             to Codex. Try again once it is back."
+        ),
+        SessionError::Codex(CodexError::NoServerReachable) => {
+            "No Codex worker is reachable, so nothing was sent to Codex. Try again once one is back."
+                .into()
+        }
         SessionError::Codex(error) => format!("Codex could not take the request: {error}"),
         SessionError::Store(_) => {
             "The gateway's database failed, so nothing was sent to Codex. Try again.".into()
@@ -139,6 +147,19 @@ pub fn session_error(error: &SessionError) -> String {
             "The working directory for this chat could not be created; see the logs.".into()
         }
     }
+}
+
+/// The chat's worker (`None`: every worker) is down; the message waits for it.
+pub fn waiting_for_worker(server: Option<&str>, reason: &str, wait: Duration) -> String {
+    let who = match server {
+        Some(server) => format!("This chat's Codex worker {server} is"),
+        None => "No Codex worker is".to_owned(),
+    };
+    format!(
+        "{who} unreachable right now ({reason}). Your message will run when it is back; \
+         I will wait up to {}.",
+        human_duration(wait)
+    )
 }
 
 /// The app-server died under a turn (or just before it).

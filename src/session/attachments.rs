@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use tracing::info;
 
-use super::Session;
+use super::{Session, SessionError};
 use crate::chat::{Attachment, AttachmentKind, FetchError};
 use crate::codex::{CodexError, UserInput};
 use crate::transcription::TranscriptionError;
@@ -64,7 +64,7 @@ pub enum AttachmentRefusal {
     #[error(
         "{name} could not be saved in this chat's folder ({error}). Nothing was sent to Codex."
     )]
-    Save { name: String, error: CodexError },
+    Save { name: String, error: SessionError },
     #[error(
         "{name} could not be saved: this chat's folder is not usable ({reason}). \
          Nothing was sent to Codex."
@@ -158,16 +158,18 @@ impl Session {
     /// (`report-1.txt` when `report.txt` is taken). Returns the path and how the chat's
     /// folder sees it.
     async fn save(&self, name: &str, bytes: &[u8]) -> Result<(PathBuf, String), AttachmentRefusal> {
-        let failed = |error| AttachmentRefusal::Save {
+        let failed = |error: CodexError| AttachmentRefusal::Save {
             name: name.to_owned(),
-            error,
+            error: error.into(),
         };
         let folder = self.folder().map_err(|error| AttachmentRefusal::Folder {
             name: name.to_owned(),
             reason: error.to_string(),
         })?;
-        let server = self.ctx.codex.server(&self.chat.to_string()).await;
-        let server = server.map_err(failed)?;
+        let server = self.server().await.map_err(|error| AttachmentRefusal::Save {
+            name: name.to_owned(),
+            error,
+        })?;
         let dir = folder.join(ATTACHMENTS_FOLDER);
         server.create_directory(&dir).await.map_err(failed)?;
         let safe = safe_name(name);

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Session;
-use crate::codex::{CodexError, ModelInfo, RateLimits, TurnOverrides};
+use super::{Session, SessionError};
+use crate::codex::{ModelInfo, RateLimits, TurnOverrides};
 use crate::config::FollowUp;
 use crate::store::StoreError;
 pub use crate::store::{ChatChoices, Choice};
@@ -67,19 +67,13 @@ impl Session {
     }
 
     /// The models Codex offers this chat.
-    pub async fn models(&self) -> Result<Vec<ModelInfo>, CodexError> {
-        self.ctx
-            .codex
-            .server(&self.chat.to_string())
-            .await?
-            .models()
-            .await
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, SessionError> {
+        Ok(self.server().await?.models().await?)
     }
 
     /// The account's rate-limit windows, when the provider reports them.
-    pub async fn rate_limits(&self) -> Result<Option<RateLimits>, CodexError> {
-        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
-        server.rate_limits().await
+    pub async fn rate_limits(&self) -> Result<Option<RateLimits>, SessionError> {
+        Ok(self.server().await?.rate_limits().await?)
     }
 
     /// The rate limits Codex last reported, without asking (for `/status`, which must

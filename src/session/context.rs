@@ -45,6 +45,8 @@ pub struct SessionSettings {
     pub follow_up: FollowUp,
     /// Larger files sent to Codex are refused.
     pub max_attachment_bytes: u64,
+    /// How long a message waits for its chat's unreachable Codex worker.
+    pub worker_wait: Duration,
 }
 
 impl SessionSettings {
@@ -62,6 +64,7 @@ impl SessionSettings {
             chat_folders: codex.chat_folders.clone(),
             follow_up: chat.follow_up,
             max_attachment_bytes: chat.max_attachment_mb * 1024 * 1024,
+            worker_wait: Duration::from_secs(codex.worker_wait_secs),
         }
     }
 }

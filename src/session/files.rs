@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use super::{Session, SessionError};
-use crate::codex::CodexError;
 
 /// Larger files are refused: Telegram's bots download at most 20 MB, and Discord's
 /// default upload limit is lower still for most servers.
@@ -22,7 +21,7 @@ pub enum GetRefusal {
     #[error("{path} is {bytes} bytes; files over {} MB are not sent", MAX_FILE_BYTES / 1024 / 1024)]
     TooLarge { path: String, bytes: u64 },
     #[error("Codex could not read {path}: {error}")]
-    Unreadable { path: String, error: CodexError },
+    Unreadable { path: String, error: SessionError },
 }
 
 /// `path` (relative to `folder`, or absolute) with symlinks followed; it must be a file
@@ -68,13 +67,9 @@ impl Session {
             path: path.into(),
             error,
         };
-        let server = self
-            .ctx
-            .codex
-            .server(&self.chat.to_string())
-            .await
-            .map_err(unreadable)?;
-        let bytes = server.read_file(&resolved).await.map_err(unreadable)?;
+        let server = self.server().await.map_err(unreadable)?;
+        let bytes = server.read_file(&resolved).await;
+        let bytes = bytes.map_err(|error| unreadable(error.into()))?;
         let name = resolved.file_name().map_or_else(
             || "file".to_owned(),
             |name| name.to_string_lossy().into_owned(),

@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tracing::warn;
 
 use crate::codex::{
-    AccountState, AppServer, Codex, CodexError, DeviceLogin, PendingLogin, SpawnSpec,
+    AccountState, AppServer, Codex, DeviceLogin, PendingLogin, SpawnSpec,
 };
+
+use super::SessionError;
 
 /// The one line that names the problem and its fixes.
 pub const LOGIN_MISSING: &str = "Codex is not logged in, so it cannot answer. Log in on the \
@@ -59,22 +61,22 @@ impl LoginCheck {
         if !self.missing.load(Ordering::SeqCst) {
             return false;
         }
+        // With no server up, the message goes on and waits for one (a worker coming back).
         match codex.servers().await.first() {
             Some(server) => self.refresh(server).await,
-            None => true,
+            None => false,
         }
     }
 }
 
 impl super::Session {
     /// Starts Codex's device-code login; the person then enters the code on the page.
-    pub async fn start_login(&self) -> Result<(DeviceLogin, PendingLogin), CodexError> {
-        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
-        server.start_device_login().await
+    pub async fn start_login(&self) -> Result<(DeviceLogin, PendingLogin), SessionError> {
+        Ok(self.server().await?.start_device_login().await?)
     }
 
-    pub async fn logout(&self) -> Result<(), CodexError> {
-        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
+    pub async fn logout(&self) -> Result<(), SessionError> {
+        let server = self.server().await?;
         server.logout().await?;
         self.ctx.login.refresh(&server).await;
         Ok(())

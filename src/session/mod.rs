@@ -19,6 +19,7 @@ mod choices;
 mod context;
 mod files;
 mod login;
+mod placement;
 mod threads;
 
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
@@ -36,6 +37,8 @@ const SEED_MAX_CHARS: usize = 16_000;
 /// A thread loaded in a running app-server, with its event stream.
 struct LiveThread {
     server: AppServer,
+    /// The name of the Codex server it runs on, stored with the thread.
+    server_name: String,
     thread_id: String,
     events: mpsc::UnboundedReceiver<ThreadEvent>,
     cwd: PathBuf,
@@ -76,6 +79,8 @@ pub struct Session {
     asked: Vec<String>,
     /// The chat's choices of model, effort and folder, once read.
     choices: Option<ChatChoices>,
+    /// The Codex server holding the chat's thread, once known (see `placement`).
+    placed: std::sync::Mutex<Option<String>>,
 }
 
 impl Session {
@@ -87,6 +92,7 @@ impl Session {
             replacing: None,
             asked: Vec::new(),
             choices: None,
+            placed: std::sync::Mutex::new(None),
         }
     }
 
@@ -273,6 +279,7 @@ impl Session {
     pub async fn start_over(&mut self) -> Result<Option<String>, SessionError> {
         self.unload().await;
         self.replacing = None;
+        self.unplace();
         let retired = self
             .ctx
             .store
@@ -303,7 +310,8 @@ impl Session {
             return Ok(());
         }
         self.live = None;
-        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
+        let server_name = self.placement().await?;
+        let server = self.server().await?;
         let cwd = self.working_directory(&server).await?;
         let settings = self.thread_settings(&cwd);
         let stored = self
@@ -317,7 +325,7 @@ impl Session {
                 Ok(resumed) => {
                     info!(chat = %self.chat, thread_id = resumed, "thread resumed");
                     self.ctx.metrics.resumes.inc();
-                    self.attach(server, resumed, cwd, true);
+                    self.attach(server, server_name, resumed, cwd, true);
                     return Ok(());
                 }
                 Err(CodexError::ThreadGone { message, .. }) => {
@@ -330,14 +338,22 @@ impl Session {
         let thread_id = server.start_thread(&settings).await?;
         info!(chat = %self.chat, thread_id, "thread started");
         self.ctx.metrics.thread_starts.inc();
-        self.attach(server, thread_id, cwd, false);
+        self.attach(server, server_name, thread_id, cwd, false);
         Ok(())
     }
 
-    fn attach(&mut self, server: AppServer, thread_id: String, cwd: PathBuf, persisted: bool) {
+    fn attach(
+        &mut self,
+        server: AppServer,
+        server_name: String,
+        thread_id: String,
+        cwd: PathBuf,
+        persisted: bool,
+    ) {
         let events = server.subscribe(&thread_id);
         self.live = Some(LiveThread {
             server,
+            server_name,
             thread_id,
             events,
             cwd,
@@ -357,6 +373,7 @@ impl Session {
             .store
             .set_thread(
                 &self.chat,
+                &live.server_name,
                 &live.cwd.to_string_lossy(),
                 &live.thread_id,
                 replaced,

@@ -4,7 +4,7 @@
 use tracing::info;
 
 use super::{Session, SessionError};
-use crate::codex::{CodexError, ThreadSummary};
+use crate::codex::ThreadSummary;
 use crate::store::RetireReason;
 
 /// How many of the most recent threads `/resume` searches for an id prefix.
@@ -26,8 +26,8 @@ impl Session {
         &self,
         page: usize,
         per_page: u32,
-    ) -> Result<(Vec<ThreadSummary>, bool), CodexError> {
-        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
+    ) -> Result<(Vec<ThreadSummary>, bool), SessionError> {
+        let server = self.server().await?;
         let mut cursor: Option<String> = None;
         for _ in 0..page {
             cursor = server
@@ -43,8 +43,8 @@ impl Session {
     }
 
     /// The thread whose id is `id` or starts with it, among the most recent ones.
-    pub async fn find_thread(&self, id: &str) -> Result<ThreadMatch, CodexError> {
-        let server = self.ctx.codex.server(&self.chat.to_string()).await?;
+    pub async fn find_thread(&self, id: &str) -> Result<ThreadMatch, SessionError> {
+        let server = self.server().await?;
         let mut found = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..SEARCHED_PAGES {
@@ -70,6 +70,7 @@ impl Session {
     pub async fn switch_thread(&mut self, thread: &ThreadSummary) -> Result<(), SessionError> {
         self.unload().await;
         self.replacing = None;
+        let server = self.placement().await?;
         let old = self.record().await?.and_then(|r| r.thread_id);
         let replaced = old
             .as_deref()
@@ -77,7 +78,7 @@ impl Session {
             .map(|old| (old, RetireReason::New));
         self.ctx
             .store
-            .set_thread(&self.chat, &thread.cwd, &thread.id, replaced)
+            .set_thread(&self.chat, &server, &thread.cwd, &thread.id, replaced)
             .await?;
         info!(chat = %self.chat, thread_id = thread.id, previous = ?old, "thread attached by /resume");
         Ok(())

@@ -133,6 +133,7 @@ impl Store {
     pub async fn set_thread(
         &self,
         chat: &ChatKey,
+        server: &str,
         cwd: &str,
         thread_id: &str,
         replaced: Option<(&str, RetireReason)>,
@@ -144,10 +145,11 @@ impl Store {
             insert_history(tx, &key, old, reason, now).await?;
         }
         sqlx::query(
-            "INSERT INTO chats (chat_key, thread_id, cwd, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?4)
+            "INSERT INTO chats (chat_key, thread_id, cwd, created_at, updated_at, codex_server)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5)
              ON CONFLICT (chat_key) DO UPDATE SET
                 thread_id = excluded.thread_id, cwd = excluded.cwd, updated_at = excluded.updated_at,
+                codex_server = excluded.codex_server,
                 turns = CASE WHEN chats.thread_id IS excluded.thread_id THEN chats.turns ELSE 0 END,
                 last_compaction = CASE WHEN chats.thread_id IS excluded.thread_id
                     THEN chats.last_compaction END,
@@ -158,6 +160,7 @@ impl Store {
         .bind(thread_id)
         .bind(cwd)
         .bind(now)
+        .bind(server)
         .execute(tx)
         .await?;
         Ok(())
@@ -211,7 +214,7 @@ impl Store {
             };
             insert_history(tx, &key, &old, reason, now).await?;
             sqlx::query(
-                "UPDATE chats SET thread_id = NULL, turns = 0, last_tokens = NULL,
+                "UPDATE chats SET thread_id = NULL, codex_server = NULL, turns = 0, last_tokens = NULL,
                     total_tokens = NULL, last_compaction = NULL, last_compaction_turn = NULL,
                     updated_at = ? WHERE chat_key = ?",
             )
@@ -311,7 +314,7 @@ async fn select_chat(
     chat: &ChatKey,
 ) -> Result<Option<ChatRecord>, StoreError> {
     let row = sqlx::query_as::<_, ChatRecord>(
-        "SELECT thread_id, cwd, turns, last_tokens, total_tokens, context_window,
+        "SELECT thread_id, codex_server, cwd, turns, last_tokens, total_tokens, context_window,
                 last_compaction, last_compaction_turn
          FROM chats WHERE chat_key = ?",
     )
@@ -336,7 +339,7 @@ async fn update_usage(
             context_window = COALESCE(?3, context_window),
             updated_at = ?4
          WHERE chat_key = ?5
-         RETURNING thread_id, cwd, turns, last_tokens, total_tokens, context_window,
+         RETURNING thread_id, codex_server, cwd, turns, last_tokens, total_tokens, context_window,
                 last_compaction, last_compaction_turn",
     )
     .bind(usage.map(|u| u.last_tokens))
@@ -396,7 +399,7 @@ mod tests {
             .set_choice(&chat, Choice::Model, Some("m1"))
             .await
             .unwrap();
-        store.set_thread(&chat, "/w/c", "t1", None).await.unwrap();
+        store.set_thread(&chat, "local", "/w/c", "t1", None).await.unwrap();
         store
             .set_choice(&chat, Choice::Folder, Some("/p/x"))
             .await
@@ -424,7 +427,7 @@ mod tests {
             std::fs::metadata(file).unwrap().permissions().mode() & 0o777
         };
         let store = Store::open(&path).await.unwrap();
-        store.set_thread(&key("a"), "/w", "t1", None).await.unwrap();
+        store.set_thread(&key("a"), "local", "/w", "t1", None).await.unwrap();
         assert_eq!(
             (mode(""), mode("-wal"), mode("-shm")),
             (0o600, 0o600, 0o600)
@@ -443,7 +446,7 @@ mod tests {
         let (dir, store) = fresh().await;
         let chat = key("a");
         assert_eq!(store.chat(&chat).await.unwrap(), None);
-        store.set_thread(&chat, "/w/a", "t1", None).await.unwrap();
+        store.set_thread(&chat, "local", "/w/a", "t1", None).await.unwrap();
         store
             .finish_turn(&chat, "t", TurnRecord::default())
             .await
@@ -482,7 +485,7 @@ mod tests {
     async fn replacement_is_recorded_with_its_reason() {
         let (_dir, store) = fresh().await;
         let chat = key("b");
-        store.set_thread(&chat, "/w", "t1", None).await.unwrap();
+        store.set_thread(&chat, "local", "/w", "t1", None).await.unwrap();
         store
             .finish_turn(&chat, "t", TurnRecord::default())
             .await
@@ -490,6 +493,7 @@ mod tests {
         store
             .set_thread(
                 &chat,
+                "local",
                 "/w",
                 "t2",
                 Some(("t1", RetireReason::RolloutMissing)),
@@ -508,7 +512,7 @@ mod tests {
     async fn compaction_outcome_counts_turns_and_resets_with_the_thread() {
         let (_dir, store) = fresh().await;
         let chat = key("c");
-        store.set_thread(&chat, "/w", "t1", None).await.unwrap();
+        store.set_thread(&chat, "local", "/w", "t1", None).await.unwrap();
         store
             .finish_turn(&chat, "t", TurnRecord::default())
             .await
@@ -536,7 +540,7 @@ mod tests {
                 turns_ago: 2
             })
         );
-        store.set_thread(&chat, "/w", "t1", None).await.unwrap();
+        store.set_thread(&chat, "local", "/w", "t1", None).await.unwrap();
         assert!(
             store
                 .chat(&chat)
@@ -557,8 +561,8 @@ mod tests {
     async fn usage_is_kept_per_chat() {
         let (_dir, store) = fresh().await;
         let (a, b) = (key("a"), key("b"));
-        store.set_thread(&a, "/w", "ta", None).await.unwrap();
-        store.set_thread(&b, "/w", "tb", None).await.unwrap();
+        store.set_thread(&a, "local", "/w", "ta", None).await.unwrap();
+        store.set_thread(&b, "local", "/w", "tb", None).await.unwrap();
         let usage = Usage {
             last_tokens: 42,
             total_tokens: 100,
@@ -607,13 +611,13 @@ mod tests {
     async fn transcript_is_per_chat_and_starts_after_new() {
         let (_dir, store) = fresh().await;
         let (a, b) = (key("a"), key("b"));
-        store.set_thread(&a, "/w", "t1", None).await.unwrap();
+        store.set_thread(&a, "local", "/w", "t1", None).await.unwrap();
         store
             .append_transcript(&a, "t1", &[(Role::User, "old question")])
             .await
             .unwrap();
         store.retire_thread(&a, RetireReason::New).await.unwrap();
-        store.set_thread(&a, "/w", "t2", None).await.unwrap();
+        store.set_thread(&a, "local", "/w", "t2", None).await.unwrap();
         for i in 0..5 {
             store
                 .append_transcript(&a, "t2", &[(Role::User, &format!("q{i}"))])

@@ -6,6 +6,8 @@ use crate::hygiene::{CompactionOutcome, LastCompaction};
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ChatRecord {
     pub thread_id: Option<String>,
+    /// The Codex server holding the thread (`local`, or a worker's name).
+    pub codex_server: Option<String>,
     pub cwd: String,
     pub turns: i64,
     pub last_tokens: Option<i64>,

@@ -38,11 +38,10 @@ impl Actor {
         let ctx = self.ctx.clone();
         let chat = self.chat.clone();
         tokio::spawn(async move {
+            let server = pending.server().clone();
             let text = match pending.completed(LOGIN_WAIT).await {
                 LoginOutcome::LoggedIn => {
-                    if let Ok(server) = ctx.codex.server(&chat.to_string()).await {
-                        ctx.login.refresh(&server).await;
-                    }
+                    ctx.login.refresh(&server).await;
                     info!(%chat, "Codex logged in");
                     "Codex is logged in.".to_owned()
                 }

@@ -15,6 +15,7 @@ mod new;
 mod status;
 mod steer;
 mod threads;
+mod unreachable;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

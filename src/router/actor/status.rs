@@ -1,4 +1,4 @@
-//! `/status`: the chat's thread, usage, model, effort, working directory and what a
+//! `/status`: the chat's thread and Codex server, usage, model, effort, working directory and what a
 //! message sent during a turn does.
 
 use super::Actor;
@@ -18,6 +18,7 @@ impl Actor {
             _ => "none yet (the next message starts one)".to_owned(),
         };
         let mut lines = vec![format!("Chat: {}", self.chat), format!("Thread: {thread}")];
+        lines.push(format!("Codex server: {}", self.server_line().await));
         if let Some(record) = &record {
             lines.push(format!("Turns: {}", record.turns));
             lines.push(context_line(Some(record)));
@@ -46,6 +47,26 @@ impl Actor {
         };
         lines.push(format!("Messages sent while Codex works: {follow_up}"));
         lines.join("\n")
+    }
+}
+
+impl Actor {
+    /// Where the chat's thread runs, and whether that server is up.
+    async fn server_line(&self) -> String {
+        let Some(name) = self.session.server_name().await else {
+            return "chosen when the first thread starts".to_owned();
+        };
+        let states = self.ctx.codex.states();
+        match states.iter().find(|state| state.name == name) {
+            Some(state) => {
+                let place = state.url.as_deref().unwrap_or("this machine");
+                match &state.problem {
+                    None => format!("{name} ({place})"),
+                    Some(problem) => format!("{name} ({place}; down: {problem})"),
+                }
+            }
+            None => format!("{name} (no longer configured; the next message moves the chat)"),
+        }
     }
 }
 

@@ -1,0 +1,162 @@
+//! An app-server on another machine: the same JSON-RPC, one message per WebSocket text
+//! frame, authenticated with a bearer token (`codex app-server --listen ws://… --ws-auth
+//! capability-token`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tracing::{info, warn};
+
+use super::error::CodexError;
+use super::process::AppServer;
+use super::spawn::HealthCheck;
+use super::wire::Shared;
+
+/// How long opening the connection (TCP, TLS, upgrade) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest message either way: a 20 MB file travels base64-encoded in one `fs/*` message.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Where a remote app-server listens and how to get in.
+#[derive(Clone)]
+pub struct RemoteSpec {
+    /// What chats and operators call it (`/status`, logs, metrics).
+    pub name: String,
+    /// `ws://host:port` or `wss://host:port/path`.
+    pub url: String,
+    /// Sent as `Authorization: Bearer <token>`.
+    pub token: String,
+    pub request_timeout: Duration,
+    pub health_check: HealthCheck,
+}
+
+impl std::fmt::Debug for RemoteSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteSpec")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+impl AppServer {
+    /// Connects to a remote app-server and completes the `initialize` handshake.
+    pub async fn connect(spec: &RemoteSpec) -> Result<Self, CodexError> {
+        let socket = open(spec).await?;
+        let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
+        let (kill_tx, kill_rx) = oneshot::channel();
+        let shared = Arc::new(Shared::new(
+            None,
+            outgoing,
+            kill_tx,
+            spec.request_timeout,
+        ));
+        tokio::spawn(pump(socket, outgoing_rx, kill_rx, shared.clone(), spec.name.clone()));
+        let server = AppServer::from_shared(shared);
+        server
+            .initialize()
+            .await
+            .map_err(|error| unreachable(spec, format!("initialize failed: {error}")))?;
+        info!(server = spec.name, url = spec.url, "connected to codex worker");
+        Ok(server)
+    }
+}
+
+fn unreachable(spec: &RemoteSpec, message: String) -> CodexError {
+    CodexError::Unreachable {
+        server: spec.name.clone(),
+        message,
+    }
+}
+
+async fn open(spec: &RemoteSpec) -> Result<Socket, CodexError> {
+    let mut request = spec
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(|error| unreachable(spec, error.to_string()))?;
+    let bearer = HeaderValue::from_str(&format!("Bearer {}", spec.token))
+        .map_err(|_| unreachable(spec, "the token is not a valid header value".into()))?;
+    request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    let config = WebSocketConfig {
+        max_message_size: Some(MAX_MESSAGE_BYTES),
+        max_frame_size: Some(MAX_MESSAGE_BYTES),
+        ..WebSocketConfig::default()
+    };
+    let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
+    match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Err(_) => Err(unreachable(
+            spec,
+            format!("no connection within {CONNECT_TIMEOUT:?}"),
+        )),
+        Ok(Ok((socket, _))) => Ok(socket),
+        Ok(Err(WsError::Http(response)))
+            if matches!(
+                response.status(),
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+            ) =>
+        {
+            Err(CodexError::Refused {
+                server: spec.name.clone(),
+                url: spec.url.clone(),
+                status: response.status().as_u16(),
+            })
+        }
+        Ok(Err(WsError::Http(response))) => Err(unreachable(
+            spec,
+            format!("the upgrade was answered with HTTP {}", response.status()),
+        )),
+        Ok(Err(error)) => Err(unreachable(spec, error.to_string())),
+    }
+}
+
+/// Carries lines both ways until the connection ends or is closed from our side; then
+/// every waiter and thread learns the app-server is gone.
+async fn pump(
+    socket: Socket,
+    mut outgoing: mpsc::UnboundedReceiver<String>,
+    mut kill: oneshot::Receiver<()>,
+    shared: Arc<Shared>,
+    name: String,
+) {
+    let (mut sink, mut frames) = socket.split();
+    loop {
+        tokio::select! {
+            frame = frames.next() => match frame {
+                Some(Ok(Message::Text(text))) => shared.dispatch(&text),
+                Some(Ok(Message::Close(_))) | None => break,
+                // Pings are answered by the library; nothing else is part of the protocol.
+                Some(Ok(_)) => {}
+                Some(Err(error)) => {
+                    warn!(server = name, %error, "connection to codex worker failed");
+                    break;
+                }
+            },
+            line = outgoing.recv() => match line {
+                Some(line) => {
+                    if let Err(error) = sink.send(Message::Text(line)).await {
+                        warn!(server = name, %error, "cannot write to codex worker");
+                        break;
+                    }
+                }
+                None => break,
+            },
+            _ = &mut kill => {
+                let _ = sink.close().await;
+                break;
+            }
+        }
+    }
+    info!(server = name, "connection to codex worker closed");
+    shared.mark_exited();
+}
