@@ -8,10 +8,10 @@ use serde::Deserialize;
 
 mod workers;
 
-pub use workers::RemoteConfig;
 pub use crate::codex::{ApprovalPolicy, SandboxMode};
 pub use crate::hygiene::CompactionMode;
 use crate::hygiene::Policy;
+pub use workers::RemoteConfig;
 
 /// Prefix of the environment variables that override the config file
 /// (`CODEX_GATEWAY__TELEGRAM__TOKEN` sets `telegram.token`).

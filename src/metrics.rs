@@ -91,7 +91,11 @@ impl Default for Metrics {
         registry.register("codex_server_up", help, server_up.clone());
         let server_live_threads = Family::<ServerLabels, Gauge>::default();
         let help = "Codex threads the gateway holds live, by server.";
-        registry.register("codex_server_live_threads", help, server_live_threads.clone());
+        registry.register(
+            "codex_server_live_threads",
+            help,
+            server_live_threads.clone(),
+        );
         let mut gauge = |name: &str, help: &str| {
             let gauge = Gauge::default();
             registry.register(name, help, gauge.clone());

@@ -21,7 +21,9 @@ pub enum CodexError {
     #[error("Codex worker {server} is unreachable: {message}")]
     Unreachable { server: String, message: String },
     /// A remote app-server turned the gateway's token away: its config needs fixing.
-    #[error("Codex worker {server} ({url}) refused the token (HTTP {status}); check its token_file")]
+    #[error(
+        "Codex worker {server} ({url}) refused the token (HTTP {status}); check its token_file"
+    )]
     Refused {
         server: String,
         url: String,

@@ -25,9 +25,9 @@ pub use protocol::{
     Item, Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
     UserInput,
 };
+pub use remote::RemoteSpec;
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
-pub use remote::RemoteSpec;
 pub use supervisor::{Codex, LOCAL, ServerState, Starting};
 pub use threads::{ThreadPage, ThreadSummary};
 pub use wire::{ApprovalResponder, ThreadEvent};

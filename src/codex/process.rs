@@ -1,7 +1,7 @@
 //! One `codex app-server` child: JSON-RPC over stdio, many threads per process.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::Serialize;

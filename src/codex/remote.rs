@@ -55,19 +55,24 @@ impl AppServer {
         let socket = open(spec).await?;
         let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
         let (kill_tx, kill_rx) = oneshot::channel();
-        let shared = Arc::new(Shared::new(
-            None,
-            outgoing,
-            kill_tx,
-            spec.request_timeout,
+        let shared = Arc::new(Shared::new(None, outgoing, kill_tx, spec.request_timeout));
+        tokio::spawn(pump(
+            socket,
+            outgoing_rx,
+            kill_rx,
+            shared.clone(),
+            spec.name.clone(),
         ));
-        tokio::spawn(pump(socket, outgoing_rx, kill_rx, shared.clone(), spec.name.clone()));
         let server = AppServer::from_shared(shared);
         server
             .initialize()
             .await
             .map_err(|error| unreachable(spec, format!("initialize failed: {error}")))?;
-        info!(server = spec.name, url = spec.url, "connected to codex worker");
+        info!(
+            server = spec.name,
+            url = spec.url,
+            "connected to codex worker"
+        );
         Ok(server)
     }
 }

@@ -201,7 +201,11 @@ impl Codex {
                 up: running.len() == self.slots.len(),
                 live_threads: running.iter().map(AppServer::subscriptions).sum(),
                 problem: (running.len() < self.slots.len()).then(|| {
-                    format!("{} of {} processes running", running.len(), self.slots.len())
+                    format!(
+                        "{} of {} processes running",
+                        running.len(),
+                        self.slots.len()
+                    )
                 }),
             });
         }

@@ -139,7 +139,9 @@ impl Worker {
                 Err(error) => {
                     // The first failure of a series is worth a line; the retries are not.
                     match failures {
-                        0 => warn!(server = self.name(), url = self.url(), %error, "codex worker unreachable; retrying"),
+                        0 => {
+                            warn!(server = self.name(), url = self.url(), %error, "codex worker unreachable; retrying")
+                        }
                         _ => debug!(server = self.name(), %error, "codex worker still unreachable"),
                     }
                     *self.inner.problem.lock().expect("lock") = Some(reason(&error));
@@ -165,4 +167,3 @@ fn reason(error: &CodexError) -> String {
         other => other.to_string(),
     }
 }
-

@@ -166,10 +166,13 @@ impl Session {
             name: name.to_owned(),
             reason: error.to_string(),
         })?;
-        let server = self.server().await.map_err(|error| AttachmentRefusal::Save {
-            name: name.to_owned(),
-            error,
-        })?;
+        let server = self
+            .server()
+            .await
+            .map_err(|error| AttachmentRefusal::Save {
+                name: name.to_owned(),
+                error,
+            })?;
         let dir = folder.join(ATTACHMENTS_FOLDER);
         server.create_directory(&dir).await.map_err(failed)?;
         let safe = safe_name(name);

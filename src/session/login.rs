@@ -6,9 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing::warn;
 
-use crate::codex::{
-    AccountState, AppServer, Codex, DeviceLogin, PendingLogin, SpawnSpec,
-};
+use crate::codex::{AccountState, AppServer, Codex, DeviceLogin, PendingLogin, SpawnSpec};
 
 use super::SessionError;
 

@@ -399,7 +399,10 @@ mod tests {
             .set_choice(&chat, Choice::Model, Some("m1"))
             .await
             .unwrap();
-        store.set_thread(&chat, "local", "/w/c", "t1", None).await.unwrap();
+        store
+            .set_thread(&chat, "local", "/w/c", "t1", None)
+            .await
+            .unwrap();
         store
             .set_choice(&chat, Choice::Folder, Some("/p/x"))
             .await
@@ -427,7 +430,10 @@ mod tests {
             std::fs::metadata(file).unwrap().permissions().mode() & 0o777
         };
         let store = Store::open(&path).await.unwrap();
-        store.set_thread(&key("a"), "local", "/w", "t1", None).await.unwrap();
+        store
+            .set_thread(&key("a"), "local", "/w", "t1", None)
+            .await
+            .unwrap();
         assert_eq!(
             (mode(""), mode("-wal"), mode("-shm")),
             (0o600, 0o600, 0o600)
@@ -446,7 +452,10 @@ mod tests {
         let (dir, store) = fresh().await;
         let chat = key("a");
         assert_eq!(store.chat(&chat).await.unwrap(), None);
-        store.set_thread(&chat, "local", "/w/a", "t1", None).await.unwrap();
+        store
+            .set_thread(&chat, "local", "/w/a", "t1", None)
+            .await
+            .unwrap();
         store
             .finish_turn(&chat, "t", TurnRecord::default())
             .await
@@ -485,7 +494,10 @@ mod tests {
     async fn replacement_is_recorded_with_its_reason() {
         let (_dir, store) = fresh().await;
         let chat = key("b");
-        store.set_thread(&chat, "local", "/w", "t1", None).await.unwrap();
+        store
+            .set_thread(&chat, "local", "/w", "t1", None)
+            .await
+            .unwrap();
         store
             .finish_turn(&chat, "t", TurnRecord::default())
             .await
@@ -512,7 +524,10 @@ mod tests {
     async fn compaction_outcome_counts_turns_and_resets_with_the_thread() {
         let (_dir, store) = fresh().await;
         let chat = key("c");
-        store.set_thread(&chat, "local", "/w", "t1", None).await.unwrap();
+        store
+            .set_thread(&chat, "local", "/w", "t1", None)
+            .await
+            .unwrap();
         store
             .finish_turn(&chat, "t", TurnRecord::default())
             .await
@@ -540,7 +555,10 @@ mod tests {
                 turns_ago: 2
             })
         );
-        store.set_thread(&chat, "local", "/w", "t1", None).await.unwrap();
+        store
+            .set_thread(&chat, "local", "/w", "t1", None)
+            .await
+            .unwrap();
         assert!(
             store
                 .chat(&chat)
@@ -561,8 +579,14 @@ mod tests {
     async fn usage_is_kept_per_chat() {
         let (_dir, store) = fresh().await;
         let (a, b) = (key("a"), key("b"));
-        store.set_thread(&a, "local", "/w", "ta", None).await.unwrap();
-        store.set_thread(&b, "local", "/w", "tb", None).await.unwrap();
+        store
+            .set_thread(&a, "local", "/w", "ta", None)
+            .await
+            .unwrap();
+        store
+            .set_thread(&b, "local", "/w", "tb", None)
+            .await
+            .unwrap();
         let usage = Usage {
             last_tokens: 42,
             total_tokens: 100,
@@ -611,13 +635,19 @@ mod tests {
     async fn transcript_is_per_chat_and_starts_after_new() {
         let (_dir, store) = fresh().await;
         let (a, b) = (key("a"), key("b"));
-        store.set_thread(&a, "local", "/w", "t1", None).await.unwrap();
+        store
+            .set_thread(&a, "local", "/w", "t1", None)
+            .await
+            .unwrap();
         store
             .append_transcript(&a, "t1", &[(Role::User, "old question")])
             .await
             .unwrap();
         store.retire_thread(&a, RetireReason::New).await.unwrap();
-        store.set_thread(&a, "local", "/w", "t2", None).await.unwrap();
+        store
+            .set_thread(&a, "local", "/w", "t2", None)
+            .await
+            .unwrap();
         for i in 0..5 {
             store
                 .append_transcript(&a, "t2", &[(Role::User, &format!("q{i}"))])

@@ -8,6 +8,7 @@ pub mod discord;
 pub mod model;
 pub mod multipart;
 pub mod telegram;
+pub mod workers;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -31,7 +31,9 @@ impl Actor {
     /// meanwhile (`/stop` ends the wait, and the message is not sent). Whether it came back in time.
     async fn wait_for_worker(&mut self, replies: &Replies<'_>, error: &CodexError) -> bool {
         let (server, reason) = match error {
-            CodexError::Unreachable { server, message } => (Some(server.as_str()), message.as_str()),
+            CodexError::Unreachable { server, message } => {
+                (Some(server.as_str()), message.as_str())
+            }
             _ => (None, "every worker is down"),
         };
         let wait = self.ctx.settings.worker_wait;

@@ -1,0 +1,195 @@
+//! Remote Codex workers: two real app-servers on WebSockets with token authentication,
+//! the fake model behind both, and a gateway with no app-server of its own.
+
+mod support;
+
+use std::time::Duration;
+
+use codex_gateway::App;
+use codex_gateway::chat::OutboundKind;
+use support::workers::{Worker, workers_only};
+use support::{Chat, TestEnv};
+
+/// Which server the store says holds the chat's thread.
+async fn placed_on(app: &App, chat: &Chat) -> Option<String> {
+    app.store()
+        .chat(&chat.key)
+        .await
+        .unwrap()
+        .and_then(|row| row.codex_server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chats_spread_over_workers_and_a_restarted_worker_brings_its_chats_back() {
+    let env = TestEnv::new().await;
+    let mut a = Worker::start(&env, "a", "token-a").await;
+    let b = Worker::start(&env, "b", "token-b").await;
+    let app = App::start(&workers_only(&env, &[&a, &b]))
+        .await
+        .expect("app starts");
+
+    // Four chats, each reading its own file: the threads go to the emptier worker.
+    let mut chats = Vec::new();
+    for i in 0..4 {
+        std::fs::write(
+            env.workspace().join(format!("note-{i}.txt")),
+            format!("secret-{i}"),
+        )
+        .unwrap();
+        let mut chat = Chat::new(&format!("chat-{i}"));
+        let reply = chat.ask(&app, &format!("read file note-{i}.txt")).await;
+        assert!(reply.contains(&format!("secret-{i}")), "{reply}");
+        chats.push(chat);
+    }
+    let mut placements = Vec::new();
+    for chat in &chats {
+        placements.push(placed_on(&app, chat).await.expect("placement stored"));
+    }
+    assert_eq!(placements, ["a", "b", "a", "b"]);
+    assert_eq!((a.rollouts(), b.rollouts()), (2, 2));
+    assert!(
+        env.rollouts().is_empty(),
+        "the gateway's own Codex home has rollouts"
+    );
+
+    chats[0].send(&app, "/status");
+    let status = chats[0].notice("Codex server:").await;
+    assert!(
+        status.contains(&format!("Codex server: a ({})", a.url())),
+        "{status}"
+    );
+
+    // A file of the chat's folder travels from the worker (fs/readFile over the socket).
+    chats[1].send(&app, "/get note-1.txt");
+    let file = chats[1]
+        .wait_for(|kind| match kind {
+            OutboundKind::File { name, bytes } => Some((name.clone(), bytes.clone())),
+            _ => None,
+        })
+        .await;
+    assert_eq!(file, ("note-1.txt".to_owned(), b"secret-1".to_vec()));
+
+    // Worker a dies: its chat is told and waits; worker b's chats go on answering.
+    a.kill();
+    chats[0].send(&app, "what did you just read?");
+    let told = chats[0].notice("unreachable").await;
+    assert!(
+        told.contains("worker a") && told.contains("will run when it is back"),
+        "{told}"
+    );
+    let other = chats[1].ask(&app, "what did you just read?").await;
+    assert_eq!(other, "Earlier I read: secret-1");
+    let health = codex_gateway::server::Observed::details(&app).await;
+    assert!(
+        health.contains("codex a (") && health.contains("down:"),
+        "{health}"
+    );
+    assert!(
+        health.contains("codex b (") && health.contains("up, "),
+        "{health}"
+    );
+
+    // Back on the same port: the waiting message runs on the resumed thread, with its context.
+    a.restart().await;
+    let reply = chats[0].reply().await;
+    assert_eq!(reply, "Earlier I read: secret-0");
+    let told = chats[0]
+        .notices()
+        .iter()
+        .filter(|n| n.contains("unreachable"))
+        .count();
+    assert_eq!(told, 1, "told once: {:?}", chats[0].notices());
+    assert_eq!(placed_on(&app, &chats[0]).await.as_deref(), Some("a"));
+    assert_eq!(a.rollouts(), 2, "the thread was resumed, not replaced");
+
+    app.shutdown(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_for_a_worker_that_stays_down_fails_clearly_after_the_wait() {
+    let env = TestEnv::new().await;
+    let mut a = Worker::start(&env, "a", "token-a").await;
+    let b = Worker::start(&env, "b", "token-b").await;
+    let mut config = workers_only(&env, &[&a, &b]);
+    // Shortened so the test ends; the test above waits at the default.
+    config.codex.worker_wait_secs = 2;
+    let app = App::start(&config).await.expect("app starts");
+    let mut chat = Chat::new("lonely");
+    assert_eq!(chat.ask(&app, "hello").await, "Echo: hello");
+    assert_eq!(placed_on(&app, &chat).await.as_deref(), Some("a"));
+
+    a.kill();
+    chat.send(&app, "anyone there?");
+    chat.notice("will run when it is back").await;
+    let failed = chat.notice("nothing was sent").await;
+    assert!(failed.contains("worker a is unreachable"), "{failed}");
+    // The chat stays on its worker (its thread lives there) and works once it is back.
+    a.restart().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(chat.ask(&app, "back?").await, "Echo: back?");
+    assert_eq!(placed_on(&app, &chat).await.as_deref(), Some("a"));
+    app.shutdown(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_fails_clearly_at_start_and_in_check_config() {
+    let env = TestEnv::new().await;
+    let a = Worker::start(&env, "a", "token-a").await;
+    let b = Worker::start(&env, "b", "token-b").await;
+    let mut config = workers_only(&env, &[&a, &b]);
+    config.codex.remote[1] = b.remote(&env, "not-the-token");
+    let error = match App::start(&config).await {
+        Ok(_) => panic!("the gateway started with a refused token"),
+        Err(error) => error.to_string(),
+    };
+    assert!(
+        error.contains("worker b") && error.contains("refused the token (HTTP 401)"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("not-the-token"),
+        "the token was shown: {error}"
+    );
+
+    // check-config names every worker on its own line.
+    let workers = format!(
+        "processes = 0\n[[codex.remote]]\nname = \"a\"\nurl = \"{}\"\ntoken_file = {:?}\n\
+         [[codex.remote]]\nname = \"b\"\nurl = \"{}\"\ntoken_file = {:?}\n\
+         [[codex.remote]]\nname = \"gone\"\nurl = \"ws://127.0.0.1:{}\"\ntoken_file = {:?}\n",
+        a.url(),
+        a.remote(&env, "token-a").token_file,
+        b.url(),
+        config.codex.remote[1].token_file,
+        support::free_port(),
+        a.remote(&env, "token-a").token_file,
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_codex-gateway"))
+        .arg("check-config")
+        .arg("--config")
+        .arg(env.config_file(&workers))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stdout}");
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no line for {prefix} in:\n{stdout}"))
+            .to_owned()
+    };
+    assert!(
+        line(&format!("codex worker a ({})", a.url())).contains("connected"),
+        "{stdout}"
+    );
+    assert!(
+        line("codex worker b").contains("refused the token (HTTP 401)"),
+        "{stdout}"
+    );
+    assert!(
+        line("codex worker gone").contains("unreachable"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("2 of the Codex workers failed"), "{stderr}");
+}
