@@ -69,6 +69,27 @@ async fn chats_spread_over_workers_and_a_restarted_worker_brings_its_chats_back(
         .await;
     assert_eq!(file, ("note-1.txt".to_owned(), b"secret-1".to_vec()));
 
+    // A file sent to the chat is saved by its worker (fs/writeFile over the socket): 19 MB
+    // of it, near the default 20 MB limit, travels as one message.
+    let big: Vec<u8> = (0..19 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+    chats[3].send_file(&app, "dump.bin", big.clone(), "keep this");
+    let reply = chats[3].reply().await;
+    assert!(
+        reply.contains("[file saved: attachments/dump.bin]"),
+        "{reply}"
+    );
+    let saved = std::fs::read(env.workspace().join("attachments/dump.bin")).unwrap();
+    assert!(saved == big, "the saved file differs from the sent one");
+    // And back in one message from the worker.
+    chats[3].send(&app, "/get attachments/dump.bin");
+    let fetched = chats[3]
+        .wait_for(|kind| match kind {
+            OutboundKind::File { bytes, .. } => Some(bytes.clone()),
+            _ => None,
+        })
+        .await;
+    assert!(fetched == big, "the fetched file differs from the sent one");
+
     // Worker a dies: its chat is told and waits; worker b's chats go on answering.
     a.kill();
     chats[0].send(&app, "what did you just read?");

@@ -11,6 +11,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode, header};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tracing::{info, warn};
@@ -24,6 +26,9 @@ use super::wire::Shared;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest message either way: a 20 MB file travels base64-encoded in one `fs/*` message.
 const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Longer messages go out in frames of this size. The app-server takes frames of at most
+/// 16 MiB (its WebSocket library's default) and resets the connection on a larger one.
+const FRAME_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where a remote app-server listens and how to get in.
 #[derive(Clone)]
@@ -125,6 +130,27 @@ async fn open(spec: &RemoteSpec) -> Result<Socket, CodexError> {
     }
 }
 
+/// Sends one message, in several frames when it is long.
+async fn send_text(
+    sink: &mut futures_util::stream::SplitSink<Socket, Message>,
+    text: String,
+) -> Result<(), WsError> {
+    if text.len() <= FRAME_BYTES {
+        return sink.send(Message::Text(text)).await;
+    }
+    let bytes = text.into_bytes();
+    let last = bytes.len().div_ceil(FRAME_BYTES) - 1;
+    for (index, chunk) in bytes.chunks(FRAME_BYTES).enumerate() {
+        let opcode = match index {
+            0 => OpCode::Data(Data::Text),
+            _ => OpCode::Data(Data::Continue),
+        };
+        let frame = Frame::message(chunk.to_vec(), opcode, index == last);
+        sink.feed(Message::Frame(frame)).await?;
+    }
+    sink.flush().await
+}
+
 /// Carries lines both ways until the connection ends or is closed from our side; then
 /// every waiter and thread learns the app-server is gone.
 async fn pump(
@@ -149,7 +175,7 @@ async fn pump(
             },
             line = outgoing.recv() => match line {
                 Some(line) => {
-                    if let Err(error) = sink.send(Message::Text(line)).await {
+                    if let Err(error) = send_text(&mut sink, line).await {
                         warn!(server = name, %error, "cannot write to codex worker");
                         break;
                     }

@@ -18,6 +18,11 @@ impl Session {
         Ok(self.ctx.codex.server_at(&name, &affinity).await?)
     }
 
+    /// Whether the chat's server is up (a worker may be unreachable).
+    pub async fn reach_server(&self) -> Result<(), SessionError> {
+        self.server().await.map(drop)
+    }
+
     /// The name of the chat's server. A chat without one gets the reachable server with
     /// the fewest live threads, kept until its thread is stored there.
     pub(super) async fn placement(&self) -> Result<String, SessionError> {

@@ -246,6 +246,26 @@ impl Chat {
     }
 
     pub fn send(&self, app: &App, text: &str) {
+        self.send_with_files(app, text, Vec::new());
+    }
+
+    /// Sends a document `name` holding `bytes`, with `caption`.
+    pub fn send_file(&self, app: &App, name: &str, bytes: Vec<u8>, caption: &str) {
+        let file = codex_gateway::chat::Attachment {
+            name: name.into(),
+            kind: codex_gateway::chat::AttachmentKind::Document,
+            size: Some(bytes.len() as u64),
+            source: std::sync::Arc::new(InMemoryFile(bytes)),
+        };
+        self.send_with_files(app, caption, vec![file]);
+    }
+
+    fn send_with_files(
+        &self,
+        app: &App,
+        text: &str,
+        attachments: Vec<codex_gateway::chat::Attachment>,
+    ) {
         app.router().dispatch(Inbound {
             chat: self.key.clone(),
             user: "tester".into(),
@@ -255,7 +275,7 @@ impl Chat {
             can_approve: self.can_approve,
             private: true,
             admin: true,
-            attachments: Vec::new(),
+            attachments,
         });
     }
 
@@ -331,6 +351,16 @@ impl Chat {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// An attachment's bytes, already at hand.
+struct InMemoryFile(Vec<u8>);
+
+impl codex_gateway::chat::FetchFile for InMemoryFile {
+    fn fetch(&self, _limit: u64) -> codex_gateway::chat::Fetched<'_> {
+        let bytes = self.0.clone();
+        Box::pin(async move { Ok(bytes) })
     }
 }
 

@@ -52,7 +52,10 @@ impl Actor {
             info!(chat = %self.chat, "message not sent: Codex is not logged in");
             return replies.notice(crate::session::LOGIN_MISSING);
         }
-        let started = match self.start_turn(replies, request).await {
+        if !self.reach_codex(replies).await {
+            return;
+        }
+        let started = match self.session.start_turn(request).await {
             Ok(started) => started,
             Err(error) => return self.report(replies, &error),
         };

@@ -160,6 +160,10 @@ impl Actor {
         let replies = Replies::to(&inbound);
         info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), files = inbound.attachments.len(), "message");
         if !inbound.attachments.is_empty() {
+            // The files are saved on the chat's Codex server, which must be up for that.
+            if !self.reach_codex(&replies).await {
+                return;
+            }
             // The text is the files' caption, for Codex even when it looks like a command.
             if let Some(prompt) = self.prompt_of(&replies, &inbound).await {
                 self.turn(&replies, TurnRequest::Message(&prompt)).await;

@@ -7,23 +7,22 @@ use super::Actor;
 use crate::codex::CodexError;
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::session::{SessionError, StartedTurn, TurnRequest};
+use crate::session::SessionError;
 
 impl Actor {
-    /// Starts the turn; when the chat's worker is unreachable, waits for it once.
-    pub(super) async fn start_turn(
-        &mut self,
-        replies: &Replies<'_>,
-        request: TurnRequest<'_>,
-    ) -> Result<StartedTurn, SessionError> {
-        match self.session.start_turn(request).await {
+    /// Whether the chat's Codex server can take its message now; when its worker is
+    /// down, the chat is told and the message waits for it. A `false` was reported.
+    pub(super) async fn reach_codex(&mut self, replies: &Replies<'_>) -> bool {
+        match self.session.reach_server().await {
             Err(SessionError::Codex(error)) if is_unreachable(&error) => {
-                if !self.wait_for_worker(replies, &error).await {
-                    return Err(error.into());
+                let back = self.wait_for_worker(replies, &error).await;
+                if !back {
+                    self.report(replies, &error.into());
                 }
-                self.session.start_turn(request).await
+                back
             }
-            other => other,
+            // Anything else shows when the message is handled.
+            _ => true,
         }
     }
 
