@@ -127,6 +127,33 @@ async fn chats_spread_over_workers_and_a_restarted_worker_brings_its_chats_back(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chats_arriving_together_are_spread_too() {
+    let env = TestEnv::new().await;
+    let a = Worker::start(&env, "a", "token-a").await;
+    let b = Worker::start(&env, "b", "token-b").await;
+    let app = App::start(&workers_only(&env, &[&a, &b]))
+        .await
+        .expect("app starts");
+    // Eight first messages at once: none of their threads is live when the others are placed.
+    let mut chats: Vec<Chat> = (0..8).map(|i| Chat::new(&format!("burst-{i}"))).collect();
+    for (i, chat) in chats.iter().enumerate() {
+        chat.send(&app, &format!("hello {i}"));
+    }
+    for (i, chat) in chats.iter_mut().enumerate() {
+        assert_eq!(chat.reply().await, format!("Echo: hello {i}"));
+    }
+    let mut on_a = 0;
+    for chat in &chats {
+        if placed_on(&app, chat).await.as_deref() == Some("a") {
+            on_a += 1;
+        }
+    }
+    assert!((3..=5).contains(&on_a), "spread: {on_a} of 8 on a");
+    assert_eq!(a.rollouts() + b.rollouts(), 8);
+    app.shutdown(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_for_a_worker_that_stays_down_fails_clearly_after_the_wait() {
     let env = TestEnv::new().await;
     let mut a = Worker::start(&env, "a", "token-a").await;

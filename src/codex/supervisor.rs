@@ -2,7 +2,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, oneshot};
@@ -24,6 +24,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub struct Codex {
     slots: Arc<[Supervised]>,
     workers: Arc<[Worker]>,
+    /// Turns among servers tied for the fewest live threads, so chats that arrive
+    /// together (before any of their threads is live) are spread too.
+    placements: Arc<AtomicUsize>,
 }
 
 /// The name of this machine's app-servers, which share one Codex home.
@@ -133,6 +136,7 @@ impl Codex {
         let codex = Codex {
             slots: slots.into(),
             workers: workers.into(),
+            placements: Arc::new(AtomicUsize::new(0)),
         };
         (codex, Starting(firsts))
     }
@@ -143,14 +147,23 @@ impl Codex {
     }
 
     /// Where a chat's first thread goes: the reachable server with the fewest live
-    /// threads (this machine's first on a tie).
+    /// threads; servers tied for that take turns.
     pub fn place(&self) -> Result<String, CodexError> {
-        self.states()
+        let reachable: Vec<ServerState> = self
+            .states()
             .into_iter()
             .filter(|server| server.up || server.url.is_none())
-            .min_by_key(|server| server.live_threads)
-            .map(|server| server.name)
-            .ok_or(CodexError::NoServerReachable)
+            .collect();
+        let fewest = reachable.iter().map(|server| server.live_threads).min();
+        let mut tied: Vec<ServerState> = reachable
+            .into_iter()
+            .filter(|server| Some(server.live_threads) == fewest)
+            .collect();
+        if tied.is_empty() {
+            return Err(CodexError::NoServerReachable);
+        }
+        let turn = self.placements.fetch_add(1, Ordering::Relaxed) % tied.len();
+        Ok(tied.swap_remove(turn).name)
     }
 
     /// The live app-server of server `name` for `affinity` (a chat's key). This
