@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use codex_gateway::config::Config;
 use codex_gateway::redact::Redactor;
-use codex_gateway::server::Probed;
 use codex_gateway::{App, codex, platform, store};
 use tracing_subscriber::EnvFilter;
 
@@ -36,12 +35,7 @@ enum Action {
     /// Check the config, the Codex binary and the database, then exit.
     CheckConfig,
     /// Exit 0 if the running gateway answers and is healthy (for container healthchecks).
-    Health {
-        /// Ask the Codex worker (app-server) listening at this address instead, e.g.
-        /// 127.0.0.1:4500 (for a worker's container).
-        #[arg(long)]
-        worker: Option<std::net::SocketAddr>,
-    },
+    Health,
 }
 
 fn main() -> ExitCode {
@@ -81,16 +75,13 @@ fn main() -> ExitCode {
                 .map_err(|e| e.to_string()),
             Action::Console { chat } => console(&config, &chat).await,
             Action::CheckConfig => check_config(&config).await,
-            Action::Health {
-                worker: Some(worker),
-            } => codex_gateway::server::probe(worker, Probed::Worker).await,
-            Action::Health { worker: None } => {
+            Action::Health => {
                 let listen = config
                     .server
                     .listen
                     .parse()
                     .expect("validated in Config::load");
-                codex_gateway::server::probe(listen, Probed::Gateway).await
+                codex_gateway::server::probe(listen).await
             }
         }
     });

@@ -79,30 +79,18 @@ async fn metrics<O: Observed>(State(observed): State<O>) -> impl IntoResponse {
     )
 }
 
-/// What `codex-gateway health` asks.
-#[derive(Debug, Clone, Copy)]
-pub enum Probed {
-    /// The running gateway's `/healthz`.
-    Gateway,
-    /// A Codex worker's `/readyz` (the app-server's own), for the worker's container.
-    Worker,
-}
-
-/// `codex-gateway health`: whether what listens at `listen` answers and is healthy.
-pub async fn probe(listen: SocketAddr, probed: Probed) -> Result<(), String> {
-    let (what, path) = match probed {
-        Probed::Gateway => ("the gateway", "/healthz"),
-        Probed::Worker => ("the Codex worker", "/readyz"),
-    };
-    // A server listening on all interfaces is reached on loopback.
+/// `codex-gateway health`: asks the running gateway's `/healthz`.
+pub async fn probe(listen: SocketAddr) -> Result<(), String> {
+    // A gateway listening on all interfaces is reached on loopback.
     let address = match listen.ip().is_unspecified() {
         true => SocketAddr::from(([127, 0, 0, 1], listen.port())),
         false => listen,
     };
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     let exchange = async {
         let mut stream = TcpStream::connect(address).await?;
-        stream.write_all(request.as_bytes()).await?;
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await?;
         let mut response = String::new();
         stream.read_to_string(&mut response).await?;
         Ok::<_, std::io::Error>(response)
@@ -110,10 +98,10 @@ pub async fn probe(listen: SocketAddr, probed: Probed) -> Result<(), String> {
     let response = tokio::time::timeout(std::time::Duration::from_secs(5), exchange)
         .await
         .map_err(|_| format!("no answer from {address} within 5 s"))?
-        .map_err(|e| format!("cannot reach {what} at {address}: {e}"))?;
+        .map_err(|e| format!("cannot reach the gateway at {address}: {e}"))?;
     let body = response.split("\r\n\r\n").nth(1).unwrap_or_default().trim();
-    match response.split_whitespace().nth(1) {
-        Some("200") => Ok(()),
-        _ => Err(format!("{what} at {address} is {body}")),
+    match response.starts_with("HTTP/1.1 200") {
+        true => Ok(()),
+        false => Err(format!("the gateway at {address} is {body}")),
     }
 }

@@ -166,32 +166,7 @@ async fn a_message_for_a_worker_that_stays_down_fails_clearly_after_the_wait() {
     assert_eq!(chat.ask(&app, "hello").await, "Echo: hello");
     assert_eq!(placed_on(&app, &chat).await.as_deref(), Some("a"));
 
-    // The worker container's healthcheck: `codex-gateway health --worker ADDR`.
-    let probe = |port: u16| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_codex-gateway"))
-            .args(["health", "--worker", &format!("127.0.0.1:{port}")])
-            .output()
-            .unwrap()
-    };
-    assert!(
-        probe(a.port).status.success(),
-        "the live worker failed its healthcheck"
-    );
-
     a.kill();
-    let dead = probe(a.port);
-    assert!(
-        !dead.status.success(),
-        "the dead worker passed its healthcheck"
-    );
-    let said = String::from_utf8_lossy(&dead.stderr);
-    assert!(
-        said.contains(&format!(
-            "cannot reach the Codex worker at 127.0.0.1:{}",
-            a.port
-        )),
-        "{said}"
-    );
     chat.send(&app, "anyone there?");
     chat.notice("will run when it is back").await;
     let failed = chat.notice("nothing was sent").await;
