@@ -41,8 +41,11 @@ COPY --from=codex /usr/local/bin/codex /usr/local/bin/codex
 COPY --from=build /usr/local/bin/codex-gateway /usr/local/bin/codex-gateway
 # The capabilities the gateway needs to start Codex as `codex` (SETUID, SETGID) and to
 # stop it and what its commands leave running (KILL), and no others (the compose file
-# drops every other one).
-RUN setcap cap_kill,cap_setuid,cap_setgid=ep /usr/local/bin/codex-gateway
+# drops every other one). Only `gateway` may run it: a command Codex runs as `codex`
+# could otherwise start it with a config of its own and run anything as root.
+RUN chown root:gateway /usr/local/bin/codex-gateway \
+    && chmod 0750 /usr/local/bin/codex-gateway \
+    && setcap cap_kill,cap_setuid,cap_setgid=ep /usr/local/bin/codex-gateway
 COPY deploy/config.toml /etc/codex-gateway/config.toml
 # Codex keeps its login and thread rollouts here; the gateway's database sits beside it.
 ENV CODEX_HOME=/data/codex-home

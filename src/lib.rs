@@ -116,7 +116,7 @@ impl App {
         if let Some(server) = self.ctx.codex.servers().await.first()
             && self.ctx.login.refresh(server).await
         {
-            warn!("{}", session::LOGIN_MISSING);
+            warn!("{}", LoginCheck::missing_text(&self.ctx.codex));
         }
         info!("codex ready");
         Ok(())

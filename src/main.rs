@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use codex_gateway::config::Config;
 use codex_gateway::redact::Redactor;
-use codex_gateway::{App, codex, platform, store};
+use codex_gateway::{App, codex, platform, session, store};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -113,7 +113,8 @@ fn fail(redactor: &Redactor, message: String) -> ExitCode {
 async fn console(config: &Config, chat: &str) -> Result<(), String> {
     let app = App::start(config).await.map_err(|e| e.to_string())?;
     if app.login_missing().await {
-        eprintln!("codex-gateway: {}", codex_gateway::session::LOGIN_MISSING);
+        let missing = session::LoginCheck::missing_text(app.codex());
+        eprintln!("codex-gateway: {missing}");
     }
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let result = platform::console::run(app.router(), chat, stdin, tokio::io::stdout()).await;
@@ -136,7 +137,7 @@ async fn check_config(config: &Config) -> Result<(), String> {
             "codex: {} started and answered initialize",
             config.codex.binary.display()
         );
-        check_login("codex", &server, &spec).await?;
+        check_login("codex", &server, &spec, session::LOGIN_MISSING).await?;
     }
     check_workers(config, &spec).await?;
     let workspace = &config.codex.workspace;
@@ -151,14 +152,12 @@ async fn check_login(
     label: &str,
     server: &codex::AppServer,
     spec: &codex::SpawnSpec,
+    missing: &str,
 ) -> Result<(), String> {
     let account = server.account().await;
     server.shutdown().await;
     match account {
-        Ok(state) if codex_gateway::session::login_missing(&state, spec) => Err(format!(
-            "{label}: {}",
-            codex_gateway::session::LOGIN_MISSING
-        )),
+        Ok(state) if session::login_missing(&state, spec) => Err(format!("{label}: {missing}")),
         Ok(_) => {
             println!("{label}: logged in, or its model provider needs no login");
             Ok(())
@@ -178,7 +177,7 @@ async fn check_workers(config: &Config, spec: &codex::SpawnSpec) -> Result<(), S
         let checked = match codex::AppServer::connect(&remote).await {
             Ok(server) => {
                 println!("{label}: connected and answered initialize");
-                check_login(&label, &server, spec).await
+                check_login(&label, &server, spec, session::WORKER_LOGIN_MISSING).await
             }
             Err(error) => Err(format!("{label}: {error}")),
         };

@@ -61,6 +61,7 @@ pub struct ServerGauge {
     pub live_threads: usize,
 }
 
+// Help texts have no final period: the crate adds one.
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("codex_gateway");
@@ -69,28 +70,28 @@ impl Default for Metrics {
             registry.register(name, help, counter.clone());
             counter
         };
-        let turns = counter("turns", "Turns finished.");
-        let resumes = counter("resumes", "Threads resumed from their stored id.");
-        let thread_starts = counter("thread_starts", "Threads started.");
-        let compactions = counter("compactions", "Compactions run.");
-        let approval_requests = counter("approval_requests", "Approval requests from Codex.");
-        let steers = counter("steers", "Messages added to a running turn.");
-        let attachments = counter("attachments", "Files, images and voice notes received.");
+        let turns = counter("turns", "Turns finished");
+        let resumes = counter("resumes", "Threads resumed from their stored id");
+        let thread_starts = counter("thread_starts", "Threads started");
+        let compactions = counter("compactions", "Compactions run");
+        let approval_requests = counter("approval_requests", "Approval requests from Codex");
+        let steers = counter("steers", "Messages added to a running turn");
+        let attachments = counter("attachments", "Files, images and voice notes received");
         let codex_restarts = counter(
             "codex_restarts",
-            "App-server processes replaced after dying.",
+            "App-server processes replaced after dying",
         );
         let codex_wedged = counter(
             "codex_wedged",
-            "App-server processes restarted for not answering the health check.",
+            "App-server processes restarted for not answering the health check",
         );
         let errors = Family::<ErrorLabels, Counter>::default();
-        registry.register("errors", "Errors by kind.", errors.clone());
+        registry.register("errors", "Errors by kind", errors.clone());
         let server_up = Family::<ServerLabels, Gauge>::default();
-        let help = "1 when the Codex server (local or a worker) is running or connected.";
+        let help = "1 when the Codex server (local or a worker) is running or connected";
         registry.register("codex_server_up", help, server_up.clone());
         let server_live_threads = Family::<ServerLabels, Gauge>::default();
-        let help = "Codex threads the gateway holds live, by server.";
+        let help = "Codex threads the gateway holds live, by server";
         registry.register(
             "codex_server_live_threads",
             help,
@@ -102,9 +103,9 @@ impl Default for Metrics {
             gauge
         };
         Self {
-            active_chats: gauge("active_chats", "Chats held in memory."),
-            live_threads: gauge("live_threads", "Codex threads the gateway holds live."),
-            codex_processes: gauge("codex_processes", "Running app-server processes."),
+            active_chats: gauge("active_chats", "Chats held in memory"),
+            live_threads: gauge("live_threads", "Codex threads the gateway holds live"),
+            codex_processes: gauge("codex_processes", "Running app-server processes"),
             turns,
             resumes,
             thread_starts,
@@ -194,6 +195,7 @@ mod tests {
             "codex_gateway_codex_server_up{server=\"local\"} 1\n",
             "codex_gateway_codex_server_up{server=\"gpu1\"} 0\n",
             "codex_gateway_codex_server_live_threads{server=\"local\"} 2\n",
+            "# HELP codex_gateway_turns Turns finished.\n",
         ] {
             assert!(text.contains(line), "{line:?} not in:\n{text}");
         }

@@ -15,6 +15,12 @@ pub const LOGIN_MISSING: &str = "Codex is not logged in, so it cannot answer. Lo
      gateway's machine with `codex login` (in Docker: `docker compose run --rm --user codex gateway codex \
      login --device-auth`), or give Codex an API key (OPENAI_API_KEY).";
 
+/// The same for a Codex worker, which has its own Codex home and login.
+pub const WORKER_LOGIN_MISSING: &str = "Codex on this worker is not logged in, so it cannot \
+     answer. Log it in on the worker's machine with `codex login --device-auth` as the user it \
+     runs as (with the compose file's workers profile: `docker compose run --rm worker codex \
+     login --device-auth`), or with /login from a chat whose thread lives on it.";
+
 /// Variables that give Codex an API key without a stored login.
 const API_KEY_VARIABLES: [&str; 2] = ["OPENAI_API_KEY", "CODEX_API_KEY"];
 
@@ -51,6 +57,15 @@ impl LoginCheck {
                 warn!(%error, "account/read failed; cannot tell whether Codex is logged in");
                 self.missing.load(Ordering::SeqCst)
             }
+        }
+    }
+
+    /// What to tell people while the login is missing: log in here, or on the worker
+    /// (the login is checked on this machine's processes when there are any).
+    pub fn missing_text(codex: &Codex) -> &'static str {
+        match codex.knows(crate::codex::LOCAL) {
+            true => LOGIN_MISSING,
+            false => WORKER_LOGIN_MISSING,
         }
     }
 

@@ -26,7 +26,7 @@ pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
 pub use choices::{ChatChoices, Choice, FolderRefusal, resolve_folder};
 pub use context::{Context, SessionError, SessionSettings};
 pub use files::{GetRefusal, MAX_FILE_BYTES};
-pub use login::{LOGIN_MISSING, LoginCheck, login_missing};
+pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};
 pub use threads::ThreadMatch;
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
