@@ -113,10 +113,10 @@ impl App {
             self.ctx.codex.shutdown().await;
             return Err(error.into());
         }
-        if let Some(server) = self.ctx.codex.servers().await.first()
-            && self.ctx.login.refresh(server).await
-        {
-            warn!("{}", LoginCheck::missing_text(&self.ctx.codex));
+        for (name, server) in self.ctx.codex.running() {
+            if self.ctx.login.refresh(&name, &server).await {
+                warn!(server = name, "{}", LoginCheck::missing_text(&name));
+            }
         }
         info!("codex ready");
         Ok(())
@@ -134,9 +134,15 @@ impl App {
         &self.ctx.store
     }
 
-    /// Whether Codex has no login to reach its model with (as found at start).
-    pub async fn login_missing(&self) -> bool {
-        self.ctx.login.still_missing(&self.ctx.codex).await
+    /// What to tell the operator when a Codex server has no login to reach its model
+    /// with (as found at start); `None` when every server that is up has one.
+    pub async fn login_missing(&self) -> Option<&'static str> {
+        for (name, server) in self.ctx.codex.running() {
+            if self.ctx.login.still_missing(&name, &server).await {
+                return Some(LoginCheck::missing_text(&name));
+            }
+        }
+        None
     }
 
     /// Lets queued work finish (within `grace`, if given), then stops Codex and closes

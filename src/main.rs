@@ -112,8 +112,7 @@ fn fail(redactor: &Redactor, message: String) -> ExitCode {
 
 async fn console(config: &Config, chat: &str) -> Result<(), String> {
     let app = App::start(config).await.map_err(|e| e.to_string())?;
-    if app.login_missing().await {
-        let missing = session::LoginCheck::missing_text(app.codex());
+    if let Some(missing) = app.login_missing().await {
         eprintln!("codex-gateway: {missing}");
     }
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());

@@ -179,6 +179,39 @@ async fn a_message_for_a_worker_that_stays_down_fails_clearly_after_the_wait() {
     app.shutdown(None).await;
 }
 
+/// Each worker has its own Codex home, so its own login: a worker without one refuses its
+/// chats' messages with the worker's fix, and the other worker's chats go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_without_a_login_is_named_and_the_others_go_on() {
+    let env = TestEnv::new().await;
+    let a = Worker::start(&env, "a", "token-a").await;
+    // A fresh install's config: the OpenAI provider and no login (and no key: its
+    // environment is cleared).
+    let fresh = "check_for_update_on_startup = false\n[analytics]\nenabled = false\n";
+    let b = Worker::start_with(&env, "b", "token-b", fresh).await;
+    let app = App::start(&workers_only(&env, &[&a, &b]))
+        .await
+        .expect("app starts");
+    let mut first = Chat::new("first");
+    assert_eq!(first.ask(&app, "hello").await, "Echo: hello");
+    let mut second = Chat::new("second");
+    second.send(&app, "hello from b");
+    let refused = second.notice("not logged in").await;
+    assert!(refused.contains("Codex on this worker"), "{refused}");
+    assert_eq!(
+        placed_on(&app, &second).await,
+        None,
+        "no thread was started"
+    );
+    assert_eq!(first.ask(&app, "still here?").await, "Echo: still here?");
+    let asked: Vec<String> = env.model.turn_texts();
+    assert!(
+        !asked.iter().any(|text| text.contains("hello from b")),
+        "{asked:?}"
+    );
+    app.shutdown(None).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_fails_clearly_at_start_and_in_check_config() {
     let env = TestEnv::new().await;

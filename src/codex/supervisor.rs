@@ -242,6 +242,17 @@ impl Codex {
         servers
     }
 
+    /// One running app-server of each server that is up, with the server's name.
+    pub fn running(&self) -> Vec<(String, AppServer)> {
+        let local = self.local_servers().into_iter().next();
+        let local = local.map(|server| (LOCAL.to_owned(), server));
+        let workers = self.workers.iter().filter_map(|worker| {
+            let server = worker.current()?;
+            Some((worker.name().to_owned(), server))
+        });
+        local.into_iter().chain(workers).collect()
+    }
+
     fn local_servers(&self) -> Vec<AppServer> {
         let current = |slot: &Supervised| slot.inner.current.lock().expect("lock").clone();
         self.slots

@@ -2,11 +2,12 @@
 //! no login stored and no API key given, makes every turn retry in silence; the gateway
 //! says so instead, at start and to every message, until the login is there.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashSet;
+use std::sync::Mutex;
 
 use tracing::warn;
 
-use crate::codex::{AccountState, AppServer, Codex, DeviceLogin, PendingLogin, SpawnSpec};
+use crate::codex::{AccountState, AppServer, DeviceLogin, PendingLogin, SpawnSpec};
 
 use super::SessionError;
 
@@ -30,54 +31,52 @@ pub fn login_missing(state: &AccountState, spec: &SpawnSpec) -> bool {
     state.requires_openai_auth && state.account.is_none() && !key_given
 }
 
-/// The gateway's view of the login, asked again while it is missing.
+/// The gateway's view of each Codex server's login (every server has its own Codex home),
+/// asked again while it is missing.
 pub struct LoginCheck {
     spec: SpawnSpec,
-    missing: AtomicBool,
+    /// The servers found without a login, by name.
+    missing: Mutex<HashSet<String>>,
 }
 
 impl LoginCheck {
     pub fn new(spec: SpawnSpec) -> Self {
         Self {
             spec,
-            missing: AtomicBool::new(false),
+            missing: Mutex::new(HashSet::new()),
         }
     }
 
-    /// Asks Codex for the account; returns whether a login is missing. A failed question
-    /// is logged and counts as no news.
-    pub async fn refresh(&self, server: &AppServer) -> bool {
-        match server.account().await {
-            Ok(state) => {
-                let missing = login_missing(&state, &self.spec);
-                self.missing.store(missing, Ordering::SeqCst);
-                missing
-            }
+    /// Asks server `name` for its account; returns whether its login is missing. A failed
+    /// question is logged and counts as no news.
+    pub async fn refresh(&self, name: &str, server: &AppServer) -> bool {
+        let now = match server.account().await {
+            Ok(state) => login_missing(&state, &self.spec),
             Err(error) => {
-                warn!(%error, "account/read failed; cannot tell whether Codex is logged in");
-                self.missing.load(Ordering::SeqCst)
+                warn!(server = name, %error, "account/read failed; cannot tell whether Codex is logged in");
+                return self.missing.lock().expect("lock").contains(name);
             }
-        }
+        };
+        let mut missing = self.missing.lock().expect("lock");
+        match now {
+            true => missing.insert(name.to_owned()),
+            false => missing.remove(name),
+        };
+        now
     }
 
-    /// What to tell people while the login is missing: log in here, or on the worker
-    /// (the login is checked on this machine's processes when there are any).
-    pub fn missing_text(codex: &Codex) -> &'static str {
-        match codex.knows(crate::codex::LOCAL) {
+    /// Whether server `name` still has no login: known fine stays fine, missing is asked
+    /// again.
+    pub async fn still_missing(&self, name: &str, server: &AppServer) -> bool {
+        let known = self.missing.lock().expect("lock").contains(name);
+        known && self.refresh(name, server).await
+    }
+
+    /// What to tell people while server `name` has no login: log in here, or on the worker.
+    pub fn missing_text(name: &str) -> &'static str {
+        match name == crate::codex::LOCAL {
             true => LOGIN_MISSING,
             false => WORKER_LOGIN_MISSING,
-        }
-    }
-
-    /// Whether the login is still missing: known fine stays fine, missing is asked again.
-    pub async fn still_missing(&self, codex: &Codex) -> bool {
-        if !self.missing.load(Ordering::SeqCst) {
-            return false;
-        }
-        // With no server up, the message goes on and waits for one (a worker coming back).
-        match codex.servers().await.first() {
-            Some(server) => self.refresh(server).await,
-            None => false,
         }
     }
 }
@@ -91,7 +90,24 @@ impl super::Session {
     pub async fn logout(&self) -> Result<(), SessionError> {
         let server = self.server().await?;
         server.logout().await?;
-        self.ctx.login.refresh(&server).await;
+        self.refresh_login(&server).await;
         Ok(())
+    }
+
+    /// The line to show when the chat's Codex server has no login to reach its model
+    /// with; `None` when it has one, or cannot be asked now (a worker that is down is
+    /// dealt with when the message is sent).
+    pub async fn login_missing(&self) -> Option<&'static str> {
+        let name = self.placement().await.ok()?;
+        let server = self.server().await.ok()?;
+        let missing = self.ctx.login.still_missing(&name, &server).await;
+        missing.then(|| LoginCheck::missing_text(&name))
+    }
+
+    /// Asks the chat's server for its login again (after a login or logout there).
+    pub async fn refresh_login(&self, server: &AppServer) {
+        if let Ok(name) = self.placement().await {
+            self.ctx.login.refresh(&name, server).await;
+        }
     }
 }

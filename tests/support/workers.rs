@@ -21,9 +21,14 @@ pub struct Worker {
 impl Worker {
     /// Starts a worker whose token is `token`, on a free port, and waits until it is ready.
     pub async fn start(env: &TestEnv, name: &str, token: &str) -> Self {
+        Self::start_with(env, name, token, &codex_config(&env.model.base_url)).await
+    }
+
+    /// As [`Worker::start`], with `codex_config` as its Codex home's config.toml.
+    pub async fn start_with(env: &TestEnv, name: &str, token: &str, codex_config: &str) -> Self {
         let home = env.dir.path().join(format!("worker-{name}-home"));
         std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(home.join("config.toml"), codex_config(&env.model.base_url)).unwrap();
+        std::fs::write(home.join("config.toml"), codex_config).unwrap();
         let token_file = env.dir.path().join(format!("worker-{name}.token"));
         std::fs::write(&token_file, token).unwrap();
         let mut worker = Worker {

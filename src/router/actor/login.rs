@@ -36,12 +36,13 @@ impl Actor {
         ));
         let later = replies.later();
         let ctx = self.ctx.clone();
+        let name = self.session.server_name().await.unwrap_or_default();
         let chat = self.chat.clone();
         tokio::spawn(async move {
             let server = pending.server().clone();
             let text = match pending.completed(LOGIN_WAIT).await {
                 LoginOutcome::LoggedIn => {
-                    ctx.login.refresh(&server).await;
+                    ctx.login.refresh(&name, &server).await;
                     info!(%chat, "Codex logged in");
                     "Codex is logged in.".to_owned()
                 }

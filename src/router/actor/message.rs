@@ -9,7 +9,7 @@ use crate::router::command::{self, Input};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
-use crate::session::{LoginCheck, Prompt, TurnRequest};
+use crate::session::{Prompt, TurnRequest};
 
 impl Actor {
     /// What a message gives Codex: its text, or its files with their caption. `None` when
@@ -48,9 +48,9 @@ impl Actor {
 
     /// A message for Codex, or (`/review`) a review: one turn either way.
     pub(super) async fn turn(&mut self, replies: &Replies<'_>, request: TurnRequest<'_>) {
-        if self.ctx.login.still_missing(&self.ctx.codex).await {
+        if let Some(missing) = self.session.login_missing().await {
             info!(chat = %self.chat, "message not sent: Codex is not logged in");
-            return replies.notice(LoginCheck::missing_text(&self.ctx.codex));
+            return replies.notice(missing);
         }
         if !self.reach_codex(replies).await {
             return;
