@@ -166,7 +166,14 @@ async fn a_message_for_a_worker_that_stays_down_fails_clearly_after_the_wait() {
     assert_eq!(chat.ask(&app, "hello").await, "Echo: hello");
     assert_eq!(placed_on(&app, &chat).await.as_deref(), Some("a"));
 
+    // A turn running when its worker dies is cut off, and the chat is told why.
+    chat.send(&app, "slow: a long answer");
+    let streaming = |kind: &OutboundKind| matches!(kind, OutboundKind::Partial(_)).then_some(());
+    chat.wait_for(streaming).await;
     a.kill();
+    let lost = chat.notice("was lost").await;
+    assert!(lost.contains("Codex worker a"), "{lost}");
+
     chat.send(&app, "anyone there?");
     chat.notice("will run when it is back").await;
     let failed = chat.notice("nothing was sent").await;

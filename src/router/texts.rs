@@ -162,6 +162,14 @@ pub fn waiting_for_worker(server: Option<&str>, reason: &str, wait: Duration) ->
     )
 }
 
+/// The connection to the chat's worker broke under a turn.
+pub fn worker_lost(worker: &str) -> String {
+    format!(
+        "The connection to this chat's Codex worker {worker} was lost; your last request was \
+         interrupted - send it again (it waits for the worker if it is still down)."
+    )
+}
+
 /// The app-server died under a turn (or just before it).
 pub fn process_lost() -> &'static str {
     "Codex restarted; your last request was interrupted - send it again."

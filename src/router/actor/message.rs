@@ -121,7 +121,12 @@ impl Actor {
             warn!(chat = %self.chat, thread_id, "codex process died during the turn");
             self.ctx.metrics.error("codex_process_exited");
             self.session.lose_live_thread();
-            replies.notice(texts::process_lost());
+            match self.session.server_name().await {
+                Some(worker) if worker != crate::codex::LOCAL => {
+                    replies.notice(texts::worker_lost(&worker))
+                }
+                _ => replies.notice(texts::process_lost()),
+            }
         } else {
             warn!(chat = %self.chat, thread_id, "turn not closed after interrupt; detaching");
             self.session.unload().await;
