@@ -172,7 +172,11 @@ fn main() {
         .build()
         .unwrap()
         .block_on(async {
-            // `scripts/bench -- alone` or `-- codex` runs one half.
+            // `scripts/bench -- alone` or `-- codex` runs one half; `-- throughput` only
+            // the throughput run (for profiling).
+            if std::env::args().any(|a| a == "throughput") {
+                return throughput().await;
+            }
             let only = |half: &str| {
                 !std::env::args().any(|a| a == "alone" || a == "codex")
                     || std::env::args().any(|a| a == half)
@@ -232,6 +236,22 @@ async fn telegram_round_trips(mut config: codex_gateway::config::Config) -> Vec<
     samples
 }
 
+/// Messages per second over 1,000 chats at once, and the gateway's CPU per message.
+async fn throughput() {
+    let env = TestEnv::new().await;
+    let load = instant::throughput(&env, 1000, 20).await;
+    let rate = load.messages as f64 / load.wall.as_secs_f64();
+    let cpu = load.cpu.as_secs_f64() * 1e6 / load.messages as f64;
+    println!(
+        "| throughput: {} messages over {} chats at once | {:.0} messages/s | {:.1} µs gateway CPU per message | wall {:.2} s |",
+        load.messages,
+        load.chats,
+        rate,
+        cpu,
+        load.wall.as_secs_f64()
+    );
+}
+
 /// The gateway's own costs, against the instant fake app-server.
 async fn gateway_alone() {
     const TURNS: usize = 2000;
@@ -280,19 +300,8 @@ async fn gateway_alone() {
         ratios(&through, &bare, &[50, 90, 99])
     );
 
-    let env = TestEnv::new().await;
-    let load = instant::throughput(&env, 1000, 20).await;
-    let rate = load.messages as f64 / load.wall.as_secs_f64();
-    let cpu = load.cpu.as_secs_f64() * 1e6 / load.messages as f64;
     println!();
-    println!(
-        "| throughput: {} messages over {} chats at once | {:.0} messages/s | {:.1} µs gateway CPU per message | wall {:.2} s |",
-        load.messages,
-        load.chats,
-        rate,
-        cpu,
-        load.wall.as_secs_f64()
-    );
+    throughput().await;
 
     let env = TestEnv::new().await;
     let telegram = telegram_round_trips(instant::config(&env)).await;
