@@ -17,10 +17,10 @@ mod choices;
 mod offsets;
 mod records;
 mod transcript;
+mod turns;
 
 pub use choices::{ChatChoices, Choice};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
-use transcript::insert_transcript_lines;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -43,6 +43,8 @@ pub enum StoreError {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    /// The one writer of finished turns.
+    turns: tokio::sync::mpsc::UnboundedSender<turns::Job>,
 }
 
 fn now() -> i64 {
@@ -107,11 +109,17 @@ impl Store {
                 path: path.to_owned(),
                 source,
             })?;
-        Ok(Store { pool })
+        let turns = turns::spawn(pool.clone());
+        Ok(Store { pool, turns })
     }
 
-    /// Closes the connections, checkpointing the WAL.
+    /// Writes the finished turns still waiting, then closes the connections,
+    /// checkpointing the WAL.
     pub async fn close(&self) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self.turns.send(turns::Job::Flush(done)).is_ok() {
+            let _ = flushed.await;
+        }
         self.pool.close().await;
     }
 
@@ -227,9 +235,9 @@ impl Store {
         .await
     }
 
-    /// Records a finished turn in one transaction: what was asked and the reply join the
-    /// transcript, the usage is kept and the turn counted. Returns the chat's row as it
-    /// now is.
+    /// Records a finished turn: what was asked and the reply join the transcript, the
+    /// usage is kept and the turn counted. It is committed with the other chats' turns
+    /// that finish meanwhile. Returns the chat's row as it now is.
     #[instrument(skip_all, fields(chat = %chat, thread_id))]
     pub async fn finish_turn(
         &self,
@@ -242,16 +250,23 @@ impl Store {
             reply,
             usage,
         } = turn;
-        let asked = asked.iter().map(|text| (Role::User, text.as_str()));
-        let lines: Vec<(Role, &str)> = asked
-            .chain(reply.map(|reply| (Role::Assistant, reply)))
+        let asked = asked.iter().map(|text| (Role::User, text.clone()));
+        let lines = asked
+            .chain(reply.map(|reply| (Role::Assistant, reply.to_owned())))
             .collect();
-        // Four statements: each is a round trip to SQLite's thread, the cost under load.
-        let mut tx = self.pool.begin().await?;
-        insert_transcript_lines(&mut tx, chat, thread_id, &lines).await?;
-        let row = update_usage(&mut tx, chat, usage, true).await?;
-        tx.commit().await?;
-        Ok(row)
+        let (written, row) = tokio::sync::oneshot::channel();
+        let turn = turns::FinishedTurn {
+            chat_key: chat.to_string(),
+            thread_id: thread_id.to_owned(),
+            lines,
+            usage: usage.copied(),
+            written,
+        };
+        let closed = || StoreError::Query(sqlx::Error::PoolClosed);
+        self.turns
+            .send(turns::Job::Turn(turn))
+            .map_err(|_| closed())?;
+        row.await.map_err(|_| closed())?
     }
 
     /// Records a compaction the gateway ran (for hygiene's back-off) and the usage it
@@ -629,6 +644,79 @@ mod tests {
             (1, Some(42), Some(100), Some(1000))
         );
         assert_eq!(store.chat(&b).await.unwrap().unwrap().last_tokens, None);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn turns_finishing_together_are_each_recorded_and_flushed_at_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway.db");
+        let store = Store::open(&path).await.unwrap();
+        for i in 0..300 {
+            let chat = key(&format!("c{i}"));
+            let thread = format!("t{i}");
+            store
+                .set_thread(&chat, "local", "/w", &thread, None)
+                .await
+                .unwrap();
+        }
+        // 300 chats finish at once (more than one commit holds), and one chat with no row.
+        let finishing = (0..=300).map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let (chat, asked) = (key(&format!("c{i}")), [format!("question {i}")]);
+                let usage = Usage {
+                    last_tokens: i,
+                    total_tokens: 2 * i,
+                    context_window: None,
+                };
+                let reply = format!("answer {i}");
+                let turn = TurnRecord {
+                    asked: &asked,
+                    reply: Some(&reply),
+                    usage: Some(&usage),
+                };
+                store
+                    .finish_turn(&chat, &format!("t{i}"), turn)
+                    .await
+                    .unwrap()
+            })
+        });
+        let rows: Vec<Option<ChatRecord>> = futures_util::future::join_all(finishing)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        for (i, row) in rows.iter().take(300).enumerate() {
+            let row = row.as_ref().expect("the chat's row as written");
+            let thread = format!("t{i}");
+            assert_eq!(row.thread_id.as_deref(), Some(thread.as_str()));
+            assert_eq!((row.turns, row.last_tokens), (1, Some(i as i64)));
+        }
+        assert_eq!(rows[300], None, "a chat without a row has none to return");
+        let said = store.recent_transcript(&key("c7"), 5).await.unwrap();
+        let expected = [
+            (Role::User, "question 7".to_owned()),
+            (Role::Assistant, "answer 7".to_owned()),
+        ];
+        assert_eq!(said, expected);
+
+        // A turn sent just before the close is written before the connections go.
+        let late = store.clone();
+        let asked = ["last words".to_owned()];
+        let turn = TurnRecord {
+            asked: &asked,
+            reply: None,
+            usage: None,
+        };
+        let c1 = key("c1");
+        let (written, ()) = tokio::join!(late.finish_turn(&c1, "t1", turn), async {
+            tokio::task::yield_now().await;
+            store.close().await
+        });
+        assert_eq!(written.unwrap().unwrap().turns, 2);
+        let reopened = Store::open(&path).await.unwrap();
+        let said = reopened.recent_transcript(&key("c1"), 1).await.unwrap();
+        assert_eq!(said, [(Role::User, "last words".to_owned())]);
     }
 
     #[tokio::test]
