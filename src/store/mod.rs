@@ -99,6 +99,9 @@ impl Store {
             .busy_timeout(Duration::from_secs(5));
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            // A local file needs no liveness check: it would cost a round trip to
+            // SQLite's thread before every use of a connection.
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(open_error)?;
