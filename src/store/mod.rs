@@ -273,7 +273,7 @@ impl Store {
     }
 
     /// Records a compaction the gateway ran (for hygiene's back-off) and the usage it
-    /// left, in one transaction; a compaction is not a turn.
+    /// left, in one statement; a compaction is not a turn.
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn finish_compaction(
         &self,
@@ -286,18 +286,21 @@ impl Store {
             CompactionOutcome::NoOp => "noop",
             CompactionOutcome::Failed => "failed",
         };
-        let mut tx = self.pool.begin().await?;
-        update_usage(&mut tx, chat, usage, false).await?;
         sqlx::query(
-            "UPDATE chats SET last_compaction = ?, last_compaction_turn = turns, updated_at = ?
-             WHERE chat_key = ?",
+            "UPDATE chats SET last_tokens = COALESCE(?1, last_tokens),
+                total_tokens = COALESCE(?2, total_tokens),
+                context_window = COALESCE(?3, context_window),
+                last_compaction = ?4, last_compaction_turn = turns, updated_at = ?5
+             WHERE chat_key = ?6",
         )
+        .bind(usage.map(|u| u.last_tokens))
+        .bind(usage.map(|u| u.total_tokens))
+        .bind(usage.and_then(|u| u.context_window))
         .bind(outcome)
         .bind(now())
         .bind(chat.to_string())
-        .execute(&mut *tx)
+        .execute(&self.pool)
         .await?;
-        tx.commit().await?;
         Ok(())
     }
 
@@ -337,35 +340,6 @@ async fn select_chat(
          FROM chats WHERE chat_key = ?",
     )
     .bind(chat.to_string())
-    .fetch_optional(connection)
-    .await?;
-    Ok(row)
-}
-
-/// Keeps the latest token usage, counting a user turn when `counts_as_turn`; returns
-/// the chat's row as it now is.
-async fn update_usage(
-    connection: &mut sqlx::SqliteConnection,
-    chat: &ChatKey,
-    usage: Option<&Usage>,
-    counts_as_turn: bool,
-) -> Result<Option<ChatRecord>, StoreError> {
-    let row = sqlx::query_as::<_, ChatRecord>(
-        "UPDATE chats SET turns = turns + ?6,
-            last_tokens = COALESCE(?1, last_tokens),
-            total_tokens = COALESCE(?2, total_tokens),
-            context_window = COALESCE(?3, context_window),
-            updated_at = ?4
-         WHERE chat_key = ?5
-         RETURNING thread_id, codex_server, cwd, turns, last_tokens, total_tokens, context_window,
-                last_compaction, last_compaction_turn",
-    )
-    .bind(usage.map(|u| u.last_tokens))
-    .bind(usage.map(|u| u.total_tokens))
-    .bind(usage.and_then(|u| u.context_window))
-    .bind(now())
-    .bind(chat.to_string())
-    .bind(i64::from(counts_as_turn))
     .fetch_optional(connection)
     .await?;
     Ok(row)
