@@ -555,18 +555,23 @@ fn token_from_file(
             "{platform}.token and {platform}.token_file are both set; keep one"
         )));
     }
+    read_token(platform, path).map(Some)
+}
+
+/// The token in `path`, trimmed; `owner` names whose `token_file` it is in errors.
+fn read_token(owner: &str, path: &Path) -> Result<Secret, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|error| {
         ConfigError::Rule(format!(
-            "{platform}.token_file {} cannot be read: {error}",
+            "{owner}.token_file {} cannot be read: {error}",
             path.display()
         ))
     })?;
     match text.trim() {
         "" => Err(ConfigError::Rule(format!(
-            "{platform}.token_file {} is empty",
+            "{owner}.token_file {} is empty",
             path.display()
         ))),
-        token => Ok(Some(Secret(token.to_owned()))),
+        token => Ok(Secret(token.to_owned())),
     }
 }
 

@@ -90,21 +90,6 @@ struct Slot {
 }
 
 impl Codex {
-    /// Starts `processes` local app-servers (so a broken binary is reported at once),
-    /// connects to the workers, and supervises them all.
-    pub async fn start(
-        spec: SpawnSpec,
-        processes: usize,
-        remotes: Vec<RemoteSpec>,
-    ) -> Result<Self, CodexError> {
-        let (codex, starting) = Self::launch(spec, processes, remotes);
-        if let Err(error) = starting.finished().await {
-            codex.shutdown().await;
-            return Err(error);
-        }
-        Ok(codex)
-    }
-
     /// Starts `processes` local app-servers and connects to the workers without waiting
     /// for them: whoever asks for a server meanwhile waits until it is up. [`Starting`]
     /// tells how the first starts went.

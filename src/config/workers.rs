@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::{ConfigError, Secret, token_from_file};
+use super::{ConfigError, Secret, read_token};
 
 /// One remote app-server (`codex app-server --listen ws://… --ws-auth capability-token`).
 #[derive(Debug, Clone, Deserialize)]
@@ -62,8 +62,10 @@ pub(super) fn load(remotes: &mut [RemoteConfig], processes: usize) -> Result<(),
                 crate::codex::LOCAL
             )));
         }
-        let label = format!("codex.remote {name}");
-        remote.token = token_from_file(&label, &None, &Some(remote.token_file.clone()))?;
+        remote.token = Some(read_token(
+            &format!("codex.remote {name}"),
+            &remote.token_file,
+        )?);
         names.push(name);
     }
     Ok(())

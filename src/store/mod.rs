@@ -38,6 +38,9 @@ pub enum StoreError {
     },
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
+    /// The shared commit of several chats' turns failed (each of them gets this).
+    #[error("could not record the turn: {0}")]
+    TurnsNotWritten(String),
 }
 
 #[derive(Clone, Debug)]

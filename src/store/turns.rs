@@ -73,7 +73,7 @@ async fn write(pool: &SqlitePool, batch: &mut Vec<FinishedTurn>) {
             error!(%error, turns = batch.len(), "could not record finished turns");
             let message = error.to_string();
             for turn in batch.drain(..) {
-                let failed = StoreError::Query(sqlx::Error::Protocol(message.clone()));
+                let failed = StoreError::TurnsNotWritten(message.clone());
                 let _ = turn.written.send(Err(failed));
             }
         }
