@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use codex_gateway::config::{ApprovalPolicy, Config};
 use serde_json::Value;
-use support::telegram::{BOT_USERNAME, FakeTelegram, visible_text};
+use support::telegram::{BOT_USERNAME, FakeTelegram, Fault, visible_text};
 use support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 
 const ALICE: i64 = 1001;
@@ -476,6 +476,108 @@ async fn rate_limits_and_rejected_markup_never_lose_the_reply() {
     let sends = tg.calls("sendMessage");
     assert!(sends.len() >= 2, "the rate-limited send was not retried");
     assert!(sends[1].at - sends[0].at >= std::time::Duration::from_millis(950));
+}
+
+/// The messages in `chat` that read exactly `text`, and the calls of `method` that carried it.
+fn seen(tg: &FakeTelegram, chat: i64, method: &str, text: &str) -> (usize, usize) {
+    let shown = tg.texts(chat).iter().filter(|(_, t)| t == text).count();
+    let calls = tg.calls(method);
+    let carried = calls.iter().filter(|c| c.body["text"] == text).count();
+    (shown, carried)
+}
+
+/// Telegram's outages as they come: server errors with its JSON body or a proxy's HTML
+/// page, two in a row, on a quick answer's send and on a streamed answer's final edit, at
+/// the default settings. Each answer arrives exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_on_sends_and_edits_are_retried_and_the_answer_arrives_once() {
+    let (_env, tg, config) = setup().await;
+    assert_eq!(config.telegram.first_flush_ms, 1000, "the default");
+    let gateway = Gateway::start(&config);
+    let faults = [(500, "json"), (502, "json"), (502, "html"), (504, "html")];
+    for (status, body) in faults {
+        // A quick answer: one send, failing twice.
+        for _ in 0..2 {
+            tg.fail_next("sendMessage", Fault::server(status, body));
+        }
+        let answer = format!("Echo: quick {status} {body}");
+        tg.dm(ALICE, &format!("quick {status} {body}"));
+        tg.wait_for_text(ALICE, |t| t == answer).await;
+        assert_eq!(seen(&tg, ALICE, "sendMessage", &answer), (1, 3), "{answer}");
+
+        // A streamed answer: its final edit (the one in HTML) fails twice.
+        for _ in 0..2 {
+            tg.fail_next("editMessageText+html", Fault::server(status, body));
+        }
+        let words = format!("streamed {status} {body} one two three four five six");
+        tg.dm(ALICE, &format!("slow: {words}"));
+        let head = format!("streamed {status} {body}");
+        let (streamed, _) = tg.wait_for_text(ALICE, |t| t.starts_with(&head)).await;
+        let is_final = |b: &Value| b["message_id"] == streamed && b["parse_mode"] == "HTML";
+        tg.wait_for_calls("editMessageText", 3, is_final).await;
+        // The next turn's answer is news: by then this chat's worker is done with this one.
+        tg.dm(ALICE, &format!("after {status} {body}"));
+        let next = format!("Echo: after {status} {body}");
+        tg.wait_for_text(ALICE, |t| t == next).await;
+        let finals = tg.calls("editMessageText");
+        let finals = finals.iter().filter(|c| is_final(&c.body)).count();
+        assert_eq!(
+            finals, 3,
+            "two failed final edits and one that went through"
+        );
+        assert_eq!(tg.text_of(streamed).as_deref(), Some(words.as_str()));
+        let shown = tg
+            .texts(ALICE)
+            .iter()
+            .filter(|(_, t)| t.contains(&words))
+            .count();
+        assert_eq!(shown, 1, "{:#?}", tg.texts(ALICE));
+    }
+    gateway.stop().await;
+}
+
+/// An outage longer than the retry policy's tries (1 + 2 + 4 s): the answer is held back,
+/// tried again later and arrives once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_longer_than_the_retries_delays_the_answer_but_never_loses_it() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    for _ in 0..6 {
+        tg.fail_next("sendMessage", Fault::server(502, "html"));
+    }
+    tg.dm(ALICE, "during the outage");
+    tg.wait_for_text(ALICE, |t| t == "Echo: during the outage")
+        .await;
+    let answer = "Echo: during the outage";
+    assert_eq!(seen(&tg, ALICE, "sendMessage", answer), (1, 7));
+    let sends = tg.calls("sendMessage");
+    let took = sends.last().unwrap().at - sends[0].at;
+    assert!(
+        took >= Duration::from_secs(7 + 5),
+        "tried again too soon: {took:?}"
+    );
+    gateway.stop().await;
+}
+
+/// A refusal (400) is final: neither the HTML send nor its plain-text fallback is repeated,
+/// and the chat goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_send_is_not_retried() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    for _ in 0..2 {
+        let refusal = Fault::refusal(400, "Bad Request: chat not found");
+        tg.fail_next("sendMessage", refusal);
+    }
+    tg.dm(ALICE, "refused one");
+    let refused = |b: &Value| b["text"] == "Echo: refused one";
+    tg.wait_for_calls("sendMessage", 2, refused).await;
+    tg.dm(ALICE, "next one");
+    tg.wait_for_text(ALICE, |t| t == "Echo: next one").await;
+    gateway.stop().await;
+    let refused = seen(&tg, ALICE, "sendMessage", "Echo: refused one");
+    assert_eq!(refused, (0, 2), "one HTML try and one plain; no retry");
+    assert_eq!(seen(&tg, ALICE, "sendMessage", "Echo: next one"), (1, 1));
 }
 
 /// Telegram holds an idle long poll for its full timeout (30 s by default). The bot must

@@ -1,7 +1,8 @@
 //! A fake Telegram Bot API on 127.0.0.1 that behaves like the real one at its defaults:
 //! getUpdates long polls are held for the full requested timeout, more than 30 sends or
-//! edits a second are answered with 429 and `retry_after`, every call is recorded, and
-//! sends and edits are answered with full Message objects.
+//! edits a second are answered with HTTP 429 and `retry_after`, errors come with their
+//! HTTP status (and, for server errors, Telegram's JSON or a proxy's HTML page), every
+//! call is recorded, and sends and edits are answered with full Message objects.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -11,7 +12,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -59,10 +61,65 @@ struct Inner {
     /// Files people "sent", by file id, served by getFile and the file download.
     files: Mutex<BTreeMap<String, Vec<u8>>>,
     /// Error answers to give, once each, to the next call of a method.
-    faults: Mutex<Vec<(String, Value)>>,
+    faults: Mutex<Vec<(String, Fault)>>,
     next_update: AtomicI64,
     next_message: AtomicI64,
     news: Notify,
+}
+
+/// An error answer: its HTTP status and body, as Telegram or a proxy in front of it sends.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    status: StatusCode,
+    body: FaultBody,
+}
+
+#[derive(Debug, Clone)]
+pub enum FaultBody {
+    /// The Bot API's own JSON error.
+    Json(Value),
+    /// A proxy's HTML error page.
+    Html(String),
+}
+
+impl Fault {
+    /// A Bot API error with its `error_code` as the HTTP status.
+    fn api(answer: Value) -> Self {
+        let code = answer["error_code"].as_u64().expect("an error code") as u16;
+        Self {
+            status: StatusCode::from_u16(code).unwrap(),
+            body: FaultBody::Json(answer),
+        }
+    }
+
+    /// A server error, as Telegram sends during an outage (JSON) or as the proxy in front
+    /// of it does (an nginx HTML page).
+    pub fn server(status: u16, body: &str) -> Self {
+        let status = StatusCode::from_u16(status).unwrap();
+        let reason = status.canonical_reason().unwrap_or("Server Error");
+        let body = match body {
+            "json" => FaultBody::Json(json!({"ok": false, "error_code": status.as_u16(),
+                "description": reason})),
+            _ => FaultBody::Html(format!(
+                "<html>\r\n<head><title>{status}</title></head>\r\n<body>\r\n\
+                 <center><h1>{status}</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n\
+                 </body>\r\n</html>\r\n"
+            )),
+        };
+        Self { status, body }
+    }
+
+    /// A Bot API refusal (a 4xx) with `description`.
+    pub fn refusal(status: u16, description: &str) -> Self {
+        Self::api(json!({"ok": false, "error_code": status, "description": description}))
+    }
+
+    fn into_response(self) -> Response {
+        match self.body {
+            FaultBody::Json(answer) => (self.status, axum::Json(answer)).into_response(),
+            FaultBody::Html(page) => (self.status, Html(page)).into_response(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -222,29 +279,22 @@ impl FakeTelegram {
 
     /// The next `method` call fails with Telegram's 429 and `retry_after` seconds.
     pub fn rate_limit_next(&self, method: &str, retry_after: u64) {
-        self.fault(
-            method,
-            json!({"ok": false, "error_code": 429,
-            "description": format!("Too Many Requests: retry after {retry_after}"),
-            "parameters": {"retry_after": retry_after}}),
-        );
+        self.fail_next(method, Fault::api(rate_limit(retry_after)));
     }
 
     /// The next `method` call that uses HTML parse mode is rejected like bad markup.
     pub fn reject_html_next(&self, method: &str) {
-        self.fault(
-            &format!("{method}+html"),
-            json!({"ok": false, "error_code": 400,
-            "description": "Bad Request: can't parse entities: unsupported start tag"}),
-        );
+        let refusal = "Bad Request: can't parse entities: unsupported start tag";
+        self.fail_next(&format!("{method}+html"), Fault::refusal(400, refusal));
     }
 
-    fn fault(&self, method: &str, answer: Value) {
+    /// The next `method` call not taken by an earlier fault is answered with `fault`.
+    pub fn fail_next(&self, method: &str, fault: Fault) {
         self.inner
             .faults
             .lock()
             .unwrap()
-            .push((method.to_ascii_lowercase(), answer));
+            .push((method.to_ascii_lowercase(), fault));
     }
 
     pub fn polls(&self) -> Vec<Poll> {
@@ -320,6 +370,32 @@ impl FakeTelegram {
                 Instant::now() < deadline,
                 "no matching message in chat {chat_id}; messages: {:#?}",
                 self.texts(chat_id)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until `count` calls of `method` satisfy `pick`; returns them.
+    pub async fn wait_for_calls(
+        &self,
+        method: &str,
+        count: usize,
+        pick: impl Fn(&Value) -> bool,
+    ) -> Vec<Call> {
+        let deadline = Instant::now() + super::ANSWER_TIMEOUT;
+        loop {
+            let calls: Vec<_> = self
+                .calls(method)
+                .into_iter()
+                .filter(|c| pick(&c.body))
+                .collect();
+            if calls.len() >= count {
+                return calls;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {count} {method} calls",
+                calls.len()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -453,7 +529,7 @@ async fn handle(
     Path((_bot, method)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
-) -> axum::Json<Value> {
+) -> Response {
     let method = method.to_ascii_lowercase();
     let body: Value = match super::multipart::parts(&headers, &body) {
         Some(parts) => form_body(parts),
@@ -473,9 +549,7 @@ async fn handle(
         });
     }
     if rate_limited {
-        return axum::Json(json!({"ok": false, "error_code": 429,
-            "description": "Too Many Requests: retry after 1",
-            "parameters": {"retry_after": 1}}));
+        return Fault::api(rate_limit(1)).into_response();
     }
     let keys = [method.clone(), format!("{method}+html")];
     let html = body["parse_mode"] == "HTML";
@@ -485,7 +559,7 @@ async fn handle(
             .iter()
             .position(|(m, _)| *m == keys[0] || (html && *m == keys[1]));
         if let Some(index) = hit {
-            return axum::Json(faults.remove(index).1);
+            return faults.remove(index).1.into_response();
         }
     }
     let result = match method.as_str() {
@@ -503,7 +577,8 @@ async fn handle(
             me
         }
         "getupdates" => {
-            return axum::Json(json!({"ok": true, "result": updates(&inner, &body).await}));
+            let result = updates(&inner, &body).await;
+            return axum::Json(json!({"ok": true, "result": result})).into_response();
         }
         "getwebhookinfo" => {
             json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
@@ -512,8 +587,7 @@ async fn handle(
             let id = body["file_id"].as_str().unwrap_or_default().to_owned();
             let size = inner.files.lock().unwrap().get(&id).map(Vec::len);
             let Some(size) = size else {
-                return axum::Json(json!({"ok": false, "error_code": 400,
-                    "description": "Bad Request: invalid file_id"}));
+                return Fault::refusal(400, "Bad Request: invalid file_id").into_response();
             };
             json!({"file_id": id, "file_unique_id": format!("u-{id}"), "file_size": size,
                    "file_path": format!("files/{id}")})
@@ -530,7 +604,14 @@ async fn handle(
         }
         _ => json!(true),
     };
-    axum::Json(json!({"ok": true, "result": result}))
+    axum::Json(json!({"ok": true, "result": result})).into_response()
+}
+
+/// Telegram's 429 body.
+fn rate_limit(retry_after: u64) -> Value {
+    json!({"ok": false, "error_code": 429,
+        "description": format!("Too Many Requests: retry after {retry_after}"),
+        "parameters": {"retry_after": retry_after}})
 }
 
 impl Inner {

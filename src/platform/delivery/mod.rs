@@ -2,7 +2,8 @@
 //! up another. A quick answer is one message; a turn still running after the first-flush
 //! delay streams into one message edited at most once per interval, and its final text
 //! replaces it exactly, split at the platform's limit with code fences balanced. Every
-//! turn's answer starts a new message.
+//! turn's answer starts a new message, and a platform outage longer than the retry policy
+//! holds the final answer back until it passes, not away.
 
 mod worker;
 
@@ -16,6 +17,7 @@ use tracing::warn;
 use crate::chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
 use crate::platform::approvals::ApprovalCard;
 use crate::platform::choices::ChoiceButton;
+use crate::platform::retry::Unsent;
 use crate::render;
 use worker::Worker;
 
@@ -41,7 +43,7 @@ impl Pace {
 
 /// One chat on one platform, as the worker needs it.
 pub trait Sink: Send + Sync + 'static {
-    type MessageId: Copy + Send;
+    type MessageId: Copy + Send + Sync;
     /// Longest message, in the platform's units.
     const LIMIT: usize;
     /// How long the platform shows "typing" after one request.
@@ -49,11 +51,19 @@ pub trait Sink: Send + Sync + 'static {
     fn units(text: &str) -> usize;
 
     /// Sends plain text (a streamed preview or a notice).
-    fn send(&self, text: &str) -> impl Future<Output = Option<Self::MessageId>> + Send;
+    fn send(&self, text: &str) -> impl Future<Output = Result<Self::MessageId, Unsent>> + Send;
     /// Sends one piece of a final reply (Markdown), formatted as the platform wants.
-    fn send_reply(&self, markdown: &str) -> impl Future<Output = ()> + Send;
-    fn edit(&self, id: Self::MessageId, text: &str) -> impl Future<Output = ()> + Send;
-    fn edit_reply(&self, id: Self::MessageId, markdown: &str) -> impl Future<Output = ()> + Send;
+    fn send_reply(&self, markdown: &str) -> impl Future<Output = Result<(), Unsent>> + Send;
+    fn edit(
+        &self,
+        id: Self::MessageId,
+        text: &str,
+    ) -> impl Future<Output = Result<(), Unsent>> + Send;
+    fn edit_reply(
+        &self,
+        id: Self::MessageId,
+        markdown: &str,
+    ) -> impl Future<Output = Result<(), Unsent>> + Send;
     fn typing(&self) -> impl Future<Output = ()> + Send;
     /// Shows an approval prompt (as `card` says: whole, every character visible) with the
     /// decisions it offers as buttons.
@@ -62,7 +72,7 @@ pub trait Sink: Send + Sync + 'static {
     fn notice(&self, text: &str) -> impl Future<Output = ()> + Send {
         async move {
             for piece in render::split(text, Self::LIMIT, Self::units) {
-                self.send(&piece).await;
+                let _ = self.send(&piece).await;
             }
         }
     }

@@ -1,15 +1,24 @@
 //! One chat's delivery: typing, the streamed message of the running turn, and everything
 //! else in the order the router sent it.
 
+use std::time::Duration;
+
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use tracing::debug;
+use tracing::{debug, error, warn};
 
 use super::{Job, Latest, Pace, Sink};
 use crate::chat::OutboundKind;
 use crate::platform::approvals::ApprovalCard;
 use crate::platform::choices;
+use crate::platform::retry::Unsent;
 use crate::{deadline, render};
+
+/// How long a final answer is tried again after the retry policy gave up on it.
+const LATER_WINDOW: Duration = Duration::from_secs(15 * 60);
+/// The first pause before such a try; it doubles up to `LATER_MAX_PAUSE`.
+const LATER_FIRST_PAUSE: Duration = Duration::from_secs(5);
+const LATER_MAX_PAUSE: Duration = Duration::from_secs(60);
 
 /// The running turn's trouble line, edited in place as it changes.
 struct TroubleLine<Id> {
@@ -127,7 +136,7 @@ impl<S: Sink> Worker<S> {
     async fn show_trouble(&mut self, line: &str) {
         match &mut self.trouble {
             None => {
-                if let Some(message_id) = self.sink.send(line).await {
+                if let Ok(message_id) = self.sink.send(line).await {
                     let last_edit = Instant::now();
                     self.trouble = Some(TroubleLine {
                         message_id,
@@ -137,7 +146,7 @@ impl<S: Sink> Worker<S> {
             }
             Some(trouble) => {
                 tokio::time::sleep_until(trouble.last_edit + self.pace.edit_interval).await;
-                self.sink.edit(trouble.message_id, line).await;
+                let _ = self.sink.edit(trouble.message_id, line).await;
                 trouble.last_edit = Instant::now();
             }
         }
@@ -159,7 +168,7 @@ impl<S: Sink> Worker<S> {
         match self.stream.take() {
             Some(Stream::Held { text, .. }) => {
                 let sent = self.sink.send(&preview::<S>(&text, "")).await;
-                self.stream = sent.map(|message_id| Stream::Shown {
+                self.stream = sent.ok().map(|message_id| Stream::Shown {
                     message_id,
                     shown: text,
                     last_edit: Instant::now(),
@@ -171,7 +180,7 @@ impl<S: Sink> Worker<S> {
                 pending: Some(text),
                 ..
             }) => {
-                self.sink.edit(message_id, &preview::<S>(&text, "")).await;
+                let _ = self.sink.edit(message_id, &preview::<S>(&text, "")).await;
                 // Counted from the answer, so no two edits ever reach the platform closer
                 // together than the interval, however long one request takes.
                 self.stream = Some(Stream::Shown {
@@ -198,11 +207,11 @@ impl<S: Sink> Worker<S> {
         {
             tokio::time::sleep_until(last_edit + self.pace.edit_interval).await;
             if let Some(first) = pieces.next() {
-                self.sink.edit_reply(message_id, first).await;
+                let _ = patiently(|| self.sink.edit_reply(message_id, first)).await;
             }
         }
         for piece in pieces {
-            self.sink.send_reply(piece).await;
+            let _ = patiently(|| self.sink.send_reply(piece)).await;
         }
     }
 
@@ -213,7 +222,8 @@ impl<S: Sink> Worker<S> {
         match self.stream.take() {
             None => {}
             Some(Stream::Held { text, .. }) => {
-                self.sink.send(&preview::<S>(&text, &suffix)).await;
+                let text = preview::<S>(&text, &suffix);
+                let _ = patiently(|| self.sink.send(&text)).await;
             }
             Some(Stream::Shown {
                 message_id,
@@ -227,8 +237,39 @@ impl<S: Sink> Worker<S> {
                 let text = pending.unwrap_or(shown);
                 tokio::time::sleep_until(last_edit + self.pace.edit_interval).await;
                 let text = preview::<S>(&text, &suffix);
-                self.sink.edit(message_id, &text).await;
+                let _ = patiently(|| self.sink.edit(message_id, &text)).await;
             }
+        }
+    }
+}
+
+/// Runs a final answer's send or edit until it goes through or is refused. An outage that
+/// outlasts the retry policy is waited out (for up to `LATER_WINDOW`), so the answer
+/// arrives once when the platform is back; the chat's later jobs wait behind it, in order.
+async fn patiently<T, F>(attempt: impl Fn() -> F) -> Result<T, Unsent>
+where
+    F: Future<Output = Result<T, Unsent>>,
+{
+    let give_up = Instant::now() + LATER_WINDOW;
+    let mut pause = LATER_FIRST_PAUSE;
+    loop {
+        match attempt().await {
+            Err(Unsent::Unreachable) if Instant::now() + pause < give_up => {
+                warn!(
+                    ?pause,
+                    "a final answer could not be delivered yet; trying again"
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(LATER_MAX_PAUSE);
+            }
+            Err(Unsent::Unreachable) => {
+                error!(
+                    ?LATER_WINDOW,
+                    "a final answer could not be delivered in time; dropped"
+                );
+                return Err(Unsent::Unreachable);
+            }
+            outcome => return outcome,
         }
     }
 }
@@ -246,4 +287,44 @@ fn preview<S: Sink>(text: &str, suffix: &str) -> String {
         ""
     };
     format!("{first}{cut}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// `patiently` over a call that fails with `failures` in order, then succeeds: the
+    /// outcome, the tries and the time they took.
+    async fn run(failures: &[Unsent]) -> (Result<usize, Unsent>, usize, Duration) {
+        let tries = Mutex::new(0);
+        let started = Instant::now();
+        let outcome = patiently(|| {
+            let mut tries = tries.lock().unwrap();
+            *tries += 1;
+            let outcome = failures.get(*tries - 1).map_or(Ok(*tries), |f| Err(*f));
+            std::future::ready(outcome)
+        })
+        .await;
+        (outcome, tries.into_inner().unwrap(), started.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outage_is_waited_out_and_a_refusal_is_not() {
+        let secs = Duration::from_secs;
+        assert_eq!(run(&[]).await, (Ok(1), 1, secs(0)));
+        assert_eq!(
+            run(&[Unsent::Unreachable; 3]).await,
+            (Ok(4), 4, secs(5 + 10 + 20))
+        );
+        assert_eq!(
+            run(&[Unsent::Unreachable, Unsent::Refused]).await,
+            (Err(Unsent::Refused), 2, secs(5))
+        );
+        // Pauses of 5, 10, 20, 40 s, then a minute each, until 15 minutes are used up.
+        let (outcome, tries, took) = run(&[Unsent::Unreachable; 100]).await;
+        assert_eq!(outcome, Err(Unsent::Unreachable));
+        assert_eq!((tries, took), (18, secs(75 + 13 * 60)));
+    }
 }

@@ -15,7 +15,7 @@ use crate::chat::{AnswerSlot, ApprovalPrompt, Decision};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
-use crate::platform::retry::{self, Failure};
+use crate::platform::retry::{self, Failure, Unsent};
 use crate::render;
 
 pub(super) struct DiscordChat {
@@ -33,15 +33,15 @@ impl Sink for DiscordChat {
         render::char_len(text)
     }
 
-    async fn send(&self, text: &str) -> Option<MessageId> {
+    async fn send(&self, text: &str) -> Result<MessageId, Unsent> {
         send_plain(&self.http, self.channel, text).await
     }
 
-    async fn send_reply(&self, markdown: &str) {
-        self.send(markdown).await;
+    async fn send_reply(&self, markdown: &str) -> Result<(), Unsent> {
+        self.send(markdown).await.map(drop)
     }
 
-    async fn edit(&self, id: MessageId, text: &str) {
+    async fn edit(&self, id: MessageId, text: &str) -> Result<(), Unsent> {
         let http = &self.http;
         call(|| {
             self.channel.edit_message(
@@ -52,15 +52,16 @@ impl Sink for DiscordChat {
                     .allowed_mentions(no_pings()),
             )
         })
-        .await;
+        .await
+        .map(drop)
     }
 
-    async fn edit_reply(&self, id: MessageId, markdown: &str) {
-        self.edit(id, markdown).await;
+    async fn edit_reply(&self, id: MessageId, markdown: &str) -> Result<(), Unsent> {
+        self.edit(id, markdown).await
     }
 
     async fn typing(&self) {
-        call(|| self.channel.broadcast_typing(&self.http)).await;
+        let _ = call(|| self.channel.broadcast_typing(&self.http)).await;
     }
 
     /// The request in a code block when it fits one message with room for the verdict
@@ -98,14 +99,14 @@ impl Sink for DiscordChat {
         if !buttons.is_empty() {
             message = message.components(vec![CreateActionRow::Buttons(buttons)]);
         }
-        call(|| self.channel.send_message(&self.http, message.clone())).await;
+        let _ = call(|| self.channel.send_message(&self.http, message.clone())).await;
     }
 
     async fn send_file(&self, name: &str, bytes: &[u8]) {
         let message = CreateMessage::new()
             .add_file(CreateAttachment::bytes(bytes.to_vec(), name.to_owned()))
             .allowed_mentions(no_pings());
-        call(|| self.channel.send_message(&self.http, message.clone())).await;
+        let _ = call(|| self.channel.send_message(&self.http, message.clone())).await;
     }
 
     /// The listing with its options as buttons (five a row, 25 at most); a slash
@@ -136,7 +137,7 @@ impl Sink for DiscordChat {
             };
             if call(|| command.edit_response(http, response()))
                 .await
-                .is_some()
+                .is_ok()
             {
                 return;
             }
@@ -145,7 +146,7 @@ impl Sink for DiscordChat {
             .content(text)
             .components(rows.clone())
             .allowed_mentions(no_pings());
-        call(|| self.channel.send_message(http, message.clone())).await;
+        let _ = call(|| self.channel.send_message(http, message.clone())).await;
     }
 
     /// The answer to a slash command edits its deferred response; once that has expired
@@ -164,12 +165,12 @@ impl Sink for DiscordChat {
         };
         if call(|| command.edit_response(http, response()))
             .await
-            .is_none()
+            .is_err()
         {
-            self.send(first).await;
+            let _ = self.send(first).await;
         }
         for piece in rest {
-            self.send(piece).await;
+            let _ = self.send(piece).await;
         }
     }
 }
@@ -194,17 +195,15 @@ pub(super) fn no_pings() -> CreateAllowedMentions {
 
 /// Discord's errors under the shared retry policy: 429s and server errors pass.
 fn classify(error: &serenity::Error) -> Failure {
-    let status = match error {
-        serenity::Error::Http(http) => http.status_code().map(|s| s.as_u16()),
-        _ => None,
-    };
-    match status {
-        Some(429 | 500..=599) => Failure::Transient,
+    match error {
+        serenity::Error::Http(http) => http
+            .status_code()
+            .map_or(Failure::Final, |status| retry::by_status(status.as_u16())),
         _ => Failure::Final,
     }
 }
 
-async fn call<R, F>(request: impl Fn() -> F) -> Option<R>
+async fn call<R, F>(request: impl Fn() -> F) -> Result<R, Unsent>
 where
     F: Future<Output = serenity::Result<R>>,
 {
@@ -212,7 +211,11 @@ where
 }
 
 /// Sends one plain message (also outside any chat worker: refusals and the like).
-pub(super) async fn send_plain(http: &Http, channel: ChannelId, text: &str) -> Option<MessageId> {
+pub(super) async fn send_plain(
+    http: &Http,
+    channel: ChannelId,
+    text: &str,
+) -> Result<MessageId, Unsent> {
     let message = || {
         CreateMessage::new()
             .content(text)

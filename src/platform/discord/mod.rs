@@ -78,7 +78,7 @@ pub async fn start(
     let refusals = Refusals::start(move |(channel, user_id): (ChannelId, u64)| {
         let http = refusal_http.clone();
         async move {
-            delivery::send_plain(&http, channel, &refusal(user_id)).await;
+            let _ = delivery::send_plain(&http, channel, &refusal(user_id)).await;
         }
     });
     let intake = Arc::new(Intake {
@@ -261,7 +261,7 @@ impl Intake {
         let files = attachments::of(&message.attachments);
         if text.is_empty() && files.is_empty() {
             let hint = "I received an empty message. If you wrote text, the bot needs the Message Content intent (see the README).";
-            delivery::send_plain(http, message.channel_id, hint).await;
+            let _ = delivery::send_plain(http, message.channel_id, hint).await;
             return;
         }
         let chat = chat_key(message.channel_id);

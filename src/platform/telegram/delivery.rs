@@ -1,30 +1,36 @@
 //! Telegram as a delivery sink: HTML-formatted replies with a plain-text fallback, 429s
-//! waited out, network errors retried.
+//! waited out, network and server errors retried (through `api`, which keeps the status).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::multipart::{Form, Part};
+use serde::de::IgnoredAny;
 use teloxide::payloads::{
-    EditMessageTextSetters, SendDocument, SendDocumentSetters, SendMessage, SendMessageSetters,
+    EditMessageText, EditMessageTextSetters, SendChatAction, SendMessage, SendMessageSetters,
 };
-use teloxide::prelude::{Bot, Requester};
-use teloxide::requests::{JsonRequest, MultipartRequest};
 use teloxide::types::{
-    ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, MessageId, ParseMode,
+    ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ReplyMarkup,
 };
-use teloxide::{ApiError, RequestError};
 
+use super::api::{self, BotApi, CallError};
 use super::{Shared, Target};
 use crate::chat::{AnswerSlot, ApprovalPrompt};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
-use crate::platform::retry::{self, Failure};
+use crate::platform::retry::{self, Unsent};
 use crate::render;
 
 pub(super) struct TelegramChat {
     pub(super) shared: Arc<Shared>,
     pub(super) target: Target,
+}
+
+/// What a sent message's answer is read for.
+#[derive(serde::Deserialize)]
+struct Sent {
+    message_id: i32,
 }
 
 impl Sink for TelegramChat {
@@ -36,53 +42,43 @@ impl Sink for TelegramChat {
         render::utf16_len(text)
     }
 
-    async fn send(&self, text: &str) -> Option<MessageId> {
-        call(|| message(&self.shared.bot, self.target, text))
-            .await
-            .map(|m| m.id)
+    async fn send(&self, text: &str) -> Result<MessageId, Unsent> {
+        send_message(&self.shared.api, &message(self.target, text)).await
     }
 
     /// Markdown as Telegram HTML, or as plain text if Telegram rejects the markup.
-    async fn send_reply(&self, markdown: &str) {
-        let html = render::telegram_html(markdown);
-        let sent =
-            call(|| message(&self.shared.bot, self.target, &html).parse_mode(ParseMode::Html))
-                .await;
-        if sent.is_none() {
-            self.send(markdown).await;
+    async fn send_reply(&self, markdown: &str) -> Result<(), Unsent> {
+        let html =
+            message(self.target, render::telegram_html(markdown)).parse_mode(ParseMode::Html);
+        match send_message(&self.shared.api, &html).await {
+            Err(Unsent::Refused) => self.send(markdown).await.map(drop),
+            sent => sent.map(drop),
         }
     }
 
-    async fn edit(&self, id: MessageId, text: &str) {
-        let chat = self.target.chat_id;
-        call(|| self.shared.bot.edit_message_text(chat, id, text)).await;
+    async fn edit(&self, id: MessageId, text: &str) -> Result<(), Unsent> {
+        let edit = EditMessageText::new(self.target.chat_id, id, text);
+        call::<_, IgnoredAny>(&self.shared.api, &edit)
+            .await
+            .map(drop)
     }
 
-    async fn edit_reply(&self, id: MessageId, markdown: &str) {
+    async fn edit_reply(&self, id: MessageId, markdown: &str) -> Result<(), Unsent> {
         let html = render::telegram_html(markdown);
-        let chat = self.target.chat_id;
-        let edit = || {
-            self.shared
-                .bot
-                .edit_message_text(chat, id, &html)
-                .parse_mode(ParseMode::Html)
-        };
-        if call(edit).await.is_none() {
-            self.edit(id, markdown).await;
+        let edit = EditMessageText::new(self.target.chat_id, id, html).parse_mode(ParseMode::Html);
+        match call::<_, IgnoredAny>(&self.shared.api, &edit).await {
+            Err(Unsent::Refused) => self.edit(id, markdown).await,
+            edited => edited.map(drop),
         }
     }
 
     async fn typing(&self) {
-        call(|| {
-            self.shared
-                .bot
-                .send_chat_action(self.target.chat_id, ChatAction::Typing)
-        })
-        .await;
+        let action = SendChatAction::new(self.target.chat_id, ChatAction::Typing);
+        let _ = call::<_, IgnoredAny>(&self.shared.api, &action).await;
     }
 
     async fn send_file(&self, name: &str, bytes: &[u8]) {
-        call(|| document(&self.shared.bot, self.target, name, bytes.to_vec())).await;
+        let _ = send_document(&self.shared.api, self.target, name, bytes, None).await;
     }
 
     /// The listing with its options as buttons, two a row (Telegram has no answer slots).
@@ -92,23 +88,19 @@ impl Sink for TelegramChat {
             .map(|b| InlineKeyboardButton::callback(b.label.clone(), b.data.clone()))
             .collect();
         let keyboard = InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec));
-        let bot = &self.shared.bot;
-        call(|| message(bot, self.target, text).reply_markup(keyboard.clone())).await;
+        let listing = message(self.target, text).reply_markup(keyboard);
+        let _ = send_message(&self.shared.api, &listing).await;
     }
 
     /// The request in a `<pre>` block when it fits one message with room for the verdict;
     /// otherwise attached whole as a text file, the buttons under it.
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) {
         let keyboard = keyboard(prompt);
-        let bot = &self.shared.bot;
         if let Some(html) = prompt_html(card) {
-            let sent = call(|| {
-                message(bot, self.target, &html)
-                    .parse_mode(ParseMode::Html)
-                    .reply_markup(keyboard.clone())
-            })
-            .await;
-            if sent.is_some() {
+            let prompt = message(self.target, html)
+                .parse_mode(ParseMode::Html)
+                .reply_markup(keyboard.clone());
+            if send_message(&self.shared.api, &prompt).await.is_ok() {
                 return;
             }
         }
@@ -118,12 +110,14 @@ impl Sink for TelegramChat {
             render::html_escape(&card.attached_note())
         );
         let file = card.full_text().into_bytes();
-        call(|| {
-            document(bot, self.target, ATTACHMENT_NAME, file.clone())
-                .caption(caption.clone())
-                .parse_mode(ParseMode::Html)
-                .reply_markup(keyboard.clone())
-        })
+        let attached = Some((caption.as_str(), &keyboard));
+        let _ = send_document(
+            &self.shared.api,
+            self.target,
+            ATTACHMENT_NAME,
+            &file,
+            attached,
+        )
         .await;
     }
 }
@@ -157,48 +151,64 @@ fn keyboard(prompt: &ApprovalPrompt) -> InlineKeyboardMarkup {
     InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec))
 }
 
-/// The Bot API's errors under the shared retry policy: 429s wait as told, network errors
-/// pass, an edit that changed nothing is no failure.
-fn classify(error: &RequestError) -> Failure {
-    match error {
-        RequestError::RetryAfter(seconds) => Failure::RetryAfter(seconds.duration()),
-        RequestError::Network(_) => Failure::Transient,
-        RequestError::Api(ApiError::MessageNotModified) => Failure::Harmless,
-        _ => Failure::Final,
-    }
-}
-
-async fn call<R, F>(request: impl Fn() -> F) -> Option<R>
+/// One Bot API call under the shared retry policy.
+async fn call<P, R>(api: &BotApi, payload: &P) -> Result<R, Unsent>
 where
-    F: std::future::IntoFuture<Output = Result<R, RequestError>>,
+    P: teloxide::requests::Payload + serde::Serialize,
+    R: serde::de::DeserializeOwned,
 {
-    retry::call("telegram", request, classify).await
+    retry::call("telegram", || api.json(payload), api::classify).await
 }
 
-fn message(bot: &Bot, target: Target, text: &str) -> JsonRequest<SendMessage> {
-    let request = bot.send_message(target.chat_id, text);
+async fn send_message(api: &BotApi, message: &SendMessage) -> Result<MessageId, Unsent> {
+    call::<_, Sent>(api, message)
+        .await
+        .map(|sent| MessageId(sent.message_id))
+}
+
+/// A message to the target (its topic included).
+fn message(target: Target, text: impl Into<String>) -> SendMessage {
+    let message = SendMessage::new(target.chat_id, text);
     match target.topic {
-        Some(topic) => request.message_thread_id(topic),
-        None => request,
+        Some(topic) => message.message_thread_id(topic),
+        None => message,
     }
 }
 
-/// A file sent as a document to the target (its topic included).
-fn document(
-    bot: &Bot,
+/// A file sent as a document to the target, with an HTML caption and buttons if given.
+async fn send_document(
+    api: &BotApi,
     target: Target,
     name: &str,
-    bytes: Vec<u8>,
-) -> MultipartRequest<SendDocument> {
-    let file = InputFile::memory(bytes).file_name(name.to_owned());
-    let request = bot.send_document(target.chat_id, file);
-    match target.topic {
-        Some(topic) => request.message_thread_id(topic),
-        None => request,
-    }
+    bytes: &[u8],
+    captioned: Option<(&str, &InlineKeyboardMarkup)>,
+) -> Result<MessageId, Unsent> {
+    let form = || {
+        let file = Part::bytes(bytes.to_vec()).file_name(name.to_owned());
+        let mut form = Form::new()
+            .text("chat_id", target.chat_id.0.to_string())
+            .part("document", file);
+        if let Some(topic) = target.topic {
+            form = form.text("message_thread_id", topic.0.0.to_string());
+        }
+        if let Some((caption, keyboard)) = captioned {
+            let markup = ReplyMarkup::InlineKeyboard(keyboard.clone());
+            let markup = serde_json::to_string(&markup).expect("a keyboard serializes");
+            form = form
+                .text("caption", caption.to_owned())
+                .text("parse_mode", "HTML")
+                .text("reply_markup", markup);
+        }
+        form
+    };
+    let upload = || async {
+        let sent: Sent = api.multipart("sendDocument", form()).await?;
+        Ok::<_, CallError>(MessageId(sent.message_id))
+    };
+    retry::call("telegram", upload, api::classify).await
 }
 
 /// Sends one plain message outside any chat worker (refusals and hints).
-pub(super) async fn send_plain(bot: Bot, target: Target, text: String) {
-    call(|| message(&bot, target, &text)).await;
+pub(super) async fn send_plain(api: BotApi, target: Target, text: String) {
+    let _ = send_message(&api, &message(target, text)).await;
 }

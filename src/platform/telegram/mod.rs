@@ -3,6 +3,7 @@
 //! replays updates: it is stored before an update is handed to the router, and a graceful
 //! stop drains every handed-over message.
 
+mod api;
 mod attachments;
 mod delivery;
 mod inbound;
@@ -64,6 +65,8 @@ struct Target {
 /// What the update loop and the delivery share.
 struct Shared {
     bot: Bot,
+    /// The same bot for delivery's calls, whose failures keep their HTTP status.
+    api: api::BotApi,
     /// For getUpdates only: its client waits longer than the poll timeout.
     poll_bot: Bot,
     /// For file downloads: its client waits as long as a 20 MB download may take.
@@ -92,16 +95,18 @@ pub async fn start(
     let username = me.username().to_owned();
     info!(bot = username, "telegram connected");
     prepare(&bot).await;
-    let refusal_bot = bot.clone();
+    let api = api::BotApi::of(&bot);
+    let refusal_api = api.clone();
     let shared = Arc::new(Shared {
         bot,
+        api,
         poll_bot,
         file_bot,
         config: config.clone(),
         username,
         bot_user_id: me.id.0,
         refusals: Refusals::start(move |(target, user_id)| {
-            delivery::send_plain(refusal_bot.clone(), target, refusal(user_id))
+            delivery::send_plain(refusal_api.clone(), target, refusal(user_id))
         }),
     });
     let (outbox, answers) = mpsc::unbounded_channel();
@@ -295,7 +300,7 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
         let hint = "I can read text, photos, files and voice notes, but not this kind of \
                     message: please send your request as text.";
         tokio::spawn(delivery::send_plain(
-            shared.bot.clone(),
+            shared.api.clone(),
             target,
             hint.into(),
         ));
