@@ -9,9 +9,12 @@ mod support;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use support::TestEnv;
-use support::binary::{ALICE, gateway_command, terminate, wait_exit, wait_healthy};
+use support::binary::{
+    ALICE, gateway_command, gateway_command_of, terminate, wait_exit, wait_healthy,
+};
 use support::telegram::FakeTelegram;
 
 const BOB: i64 = 1002;
@@ -27,15 +30,28 @@ fn runs_as_root(what_needs_it: &str) -> bool {
     root
 }
 
-/// The pinned codex binary where any user may run it (the install lives under /root),
-/// in the test's folder so that it goes with it.
-fn shared_codex(env: &TestEnv) -> PathBuf {
-    let copy = env.dir.path().join("codex");
+/// `binary` copied into the test's folder, where the users these tests switch to can run
+/// it: the original may sit in a folder only root may enter (the Codex install under
+/// /root, or `target/` of a checkout in a 0700 folder).
+fn shared_copy(env: &TestEnv, binary: &Path, name: &str) -> PathBuf {
+    let copy = env.dir.path().join(name);
     if !copy.exists() {
-        std::fs::copy(support::codex_binary(), &copy).unwrap();
+        std::fs::copy(binary, &copy).unwrap();
         std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     copy
+}
+
+/// The pinned codex binary where any user may run it.
+fn shared_codex(env: &TestEnv) -> PathBuf {
+    shared_copy(env, &support::codex_binary(), "codex")
+}
+
+/// `codex-gateway ARGS` from a copy of the binary that any user may run.
+fn shared_gateway_command(env: &TestEnv, args: &[&str], envs: &[(&str, String)]) -> Command {
+    let binary = Path::new(env!("CARGO_BIN_EXE_codex-gateway"));
+    let program = shared_copy(env, binary, "codex-gateway");
+    gateway_command_of(program, env, args, envs)
 }
 
 fn chown_tree(path: &Path, uid: u32) {
@@ -175,8 +191,8 @@ async fn codex_as_the_gateways_user_cannot_read_its_environment() {
     let telegram = FakeTelegram::start().await;
     let port = support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &[]);
+    let mut command = shared_gateway_command(&env, &["run"], &envs);
     chown_tree(env.dir.path(), GATEWAY_UID);
-    let mut command = gateway_command(&env, &["run"], &envs);
     command.uid(GATEWAY_UID).gid(GATEWAY_UID);
     let child = command.spawn().unwrap();
     wait_healthy(port).await;
@@ -212,8 +228,8 @@ async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
     assert!(stderr.contains("chown -R 64123:64123"), "{stderr}");
 
     // A plain user cannot switch to another one.
+    let mut command = shared_gateway_command(&env, &["run"], &codex_as);
     chown_tree(env.dir.path(), 64125);
-    let mut command = gateway_command(&env, &["run"], &codex_as);
     command.uid(64125).gid(64125);
     let (status, stderr) = wait_exit(command.spawn().unwrap()).await;
     assert!(!status.success());
@@ -237,9 +253,9 @@ async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftover
     let telegram = FakeTelegram::start().await;
     let port = support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &run_as(CODEX_UID));
+    let gateway = shared_gateway_command(&env, &["run"], &envs);
     chown_tree(env.dir.path(), GATEWAY_UID);
     hand_codex_folders_to(&env, CODEX_UID);
-    let gateway = gateway_command(&env, &["run"], &envs);
     let mut command = std::process::Command::new("setpriv");
     let ids = GATEWAY_UID.to_string();
     let caps = "-all,+setuid,+setgid,+kill";

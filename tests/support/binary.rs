@@ -12,7 +12,17 @@ pub const ALICE: i64 = 1001;
 
 /// `codex-gateway ARGS` with the test's config file and `envs`.
 pub fn gateway_command(env: &TestEnv, args: &[&str], envs: &[(&str, String)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_codex-gateway"));
+    gateway_command_of(env!("CARGO_BIN_EXE_codex-gateway"), env, args, envs)
+}
+
+/// The same with the gateway binary at `program` (a copy another user can reach).
+pub fn gateway_command_of(
+    program: impl AsRef<std::ffi::OsStr>,
+    env: &TestEnv,
+    args: &[&str],
+    envs: &[(&str, String)],
+) -> Command {
+    let mut command = Command::new(program);
     command
         .args(args)
         .arg("--config")
