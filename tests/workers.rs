@@ -281,3 +281,70 @@ async fn a_wrong_token_fails_clearly_at_start_and_in_check_config() {
     );
     assert!(stderr.contains("2 of the Codex workers failed"), "{stderr}");
 }
+
+/// A worker on its own machine: its folders exist only there (here, a tmpfs in the
+/// worker's own mount namespace; on the gateway's side the same path is an empty folder).
+/// `/get`, `/cwd` and attachments ask the worker, so they find its files, follow its
+/// symlinks and refuse what leads outside, as with a local app-server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_and_folders_are_those_of_the_workers_machine() {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 {
+        println!("skipped: a mount namespace for the worker needs root (CI runs as root)");
+        return;
+    }
+    let env = TestEnv::new().await;
+    let disk = env.dir.path().join("worker-disk");
+    let setup = "mkdir -p ws projects/app && printf worker-only-77 > ws/notes.txt \
+                 && printf in-app-5 > projects/app/here.txt \
+                 && ln -s /etc/hostname ws/link && ln -s /etc projects/escape";
+    let worker = Worker::start_with_own_disk(&env, "far", "token-far", &disk, setup).await;
+    let mut config = workers_only(&env, &[&worker]);
+    config.codex.workspace = disk.join("ws");
+    config.codex.project_roots = vec![disk.join("projects")];
+    let app = App::start(&config).await.expect("app starts");
+    let mut chat = Chat::new("far-away");
+    let file = |kind: &OutboundKind| match kind {
+        OutboundKind::File { name, bytes } => Some((name.clone(), bytes.clone())),
+        _ => None,
+    };
+
+    chat.send(&app, "/get notes.txt");
+    let got = chat.wait_for(file).await;
+    assert_eq!(got, ("notes.txt".to_owned(), b"worker-only-77".to_vec()));
+    chat.send(&app, "/get link");
+    chat.notice("not allowed: link is outside this chat's folder")
+        .await;
+    chat.send(&app, "/get nothing.txt");
+    chat.notice("nothing.txt does not exist").await;
+
+    chat.send(&app, "/cwd escape");
+    chat.notice("not allowed: escape is outside the project roots")
+        .await;
+    chat.send(&app, "/cwd nope");
+    chat.notice("nope does not exist").await;
+    chat.send(&app, "/cwd app");
+    let app_folder = disk.join("projects/app");
+    let moved = format!(
+        "This chat works in {} from the next turn on.",
+        app_folder.display()
+    );
+    chat.notice(&moved).await;
+    let reply = chat.ask(&app, "read file here.txt").await;
+    assert!(reply.contains("in-app-5"), "{reply}");
+
+    // A file sent to the chat lands in its folder on the worker, and comes back from there.
+    chat.send_file(&app, "report.txt", b"from-the-chat".to_vec(), "keep it");
+    let reply = chat.reply().await;
+    assert!(
+        reply.contains("[file saved: attachments/report.txt]"),
+        "{reply}"
+    );
+    chat.send(&app, "/get attachments/report.txt");
+    let got = chat.wait_for(file).await;
+    assert_eq!(got, ("report.txt".to_owned(), b"from-the-chat".to_vec()));
+
+    let seen_here: Vec<_> = std::fs::read_dir(&disk).unwrap().flatten().collect();
+    assert!(seen_here.is_empty(), "the gateway's side has {seen_here:?}");
+    app.shutdown(None).await;
+}

@@ -17,6 +17,7 @@ mod workers;
 
 pub use catalog::{ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
 pub use error::CodexError;
+pub use files::{PathKind, RealPath};
 pub use login::{DeviceLogin, LoginOutcome, PendingLogin};
 pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;

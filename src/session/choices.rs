@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Session, SessionError};
-use crate::codex::{ModelInfo, RateLimits, TurnOverrides};
+use crate::codex::{ModelInfo, PathKind, RateLimits, RealPath, TurnOverrides};
 use crate::config::FollowUp;
 use crate::store::StoreError;
 pub use crate::store::{ChatChoices, Choice};
@@ -23,21 +23,23 @@ pub enum FolderRefusal {
     NotAFolder(String),
     #[error("not allowed: {0} is outside the project roots")]
     Outside(String),
+    #[error("Codex could not check {dir}: {reason}")]
+    Unchecked { dir: String, reason: String },
 }
 
-/// `dir` (absolute, or relative to the first root) with symlinks followed; it must be a
-/// folder inside one of `roots`.
-pub fn resolve_folder(roots: &[PathBuf], dir: &str) -> Result<PathBuf, FolderRefusal> {
-    let first = roots.first().ok_or(FolderRefusal::NoRoots)?;
-    let asked = first.join(dir); // an absolute `dir` replaces the root
-    let resolved = std::fs::canonicalize(&asked).map_err(|_| FolderRefusal::Missing(dir.into()))?;
-    if !resolved.is_dir() {
+/// The folder `dir` leads to (`target`, as Codex's machine resolved it, symlinks
+/// followed) if it is a folder inside one of `roots` (resolved likewise).
+pub fn check_folder(
+    roots: &[PathBuf],
+    target: Option<RealPath>,
+    dir: &str,
+) -> Result<PathBuf, FolderRefusal> {
+    let target = target.ok_or_else(|| FolderRefusal::Missing(dir.into()))?;
+    if target.kind != PathKind::Folder {
         return Err(FolderRefusal::NotAFolder(dir.into()));
     }
-    let inside =
-        |root: &PathBuf| std::fs::canonicalize(root).is_ok_and(|root| resolved.starts_with(root));
-    match roots.iter().any(inside) {
-        true => Ok(resolved),
+    match roots.iter().any(|root| target.path.starts_with(root)) {
+        true => Ok(target.path),
         false => Err(FolderRefusal::Outside(dir.into())),
     }
 }
@@ -64,6 +66,30 @@ impl Session {
         }
         self.choices = Some(choices);
         Ok(())
+    }
+
+    /// `dir` (absolute, or relative to the first root) as a folder inside one of `roots`,
+    /// resolved where this chat's Codex runs (its folders may exist only there).
+    pub async fn resolve_folder(
+        &self,
+        roots: &[PathBuf],
+        dir: &str,
+    ) -> Result<PathBuf, FolderRefusal> {
+        let first = roots.first().ok_or(FolderRefusal::NoRoots)?;
+        let unchecked = |error: SessionError| FolderRefusal::Unchecked {
+            dir: dir.into(),
+            reason: error.to_string(),
+        };
+        let server = self.server().await.map_err(unchecked)?;
+        let codex_failed = |error: crate::codex::CodexError| unchecked(error.into());
+        let mut real_roots = Vec::new();
+        for root in roots {
+            let real = server.resolve(root).await.map_err(codex_failed)?;
+            real_roots.extend(real.filter(|r| r.kind == PathKind::Folder).map(|r| r.path));
+        }
+        // An absolute `dir` replaces the root.
+        let target = server.resolve(&first.join(dir)).await;
+        check_folder(&real_roots, target.map_err(codex_failed)?, dir)
     }
 
     /// The models Codex offers this chat.
@@ -123,27 +149,44 @@ mod tests {
 
     #[test]
     fn folders_resolve_inside_the_roots_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("projects");
-        std::fs::create_dir_all(root.join("app/src")).unwrap();
-        std::fs::write(root.join("notes.txt"), "x").unwrap();
-        std::os::unix::fs::symlink("/etc", root.join("escape")).unwrap();
-        let roots = vec![root.clone()];
-        let root = std::fs::canonicalize(&root).unwrap();
-
-        assert_eq!(resolve_folder(&roots, "app"), Ok(root.join("app")));
-        assert_eq!(resolve_folder(&roots, "app/src/.."), Ok(root.join("app")));
-        let absolute = root.join("app/src").display().to_string();
-        assert_eq!(resolve_folder(&roots, &absolute), Ok(root.join("app/src")));
-        let refused = |dir: &str| resolve_folder(&roots, dir).unwrap_err();
-        assert_eq!(refused("/etc"), FolderRefusal::Outside("/etc".into()));
-        assert_eq!(refused("../.."), FolderRefusal::Outside("../..".into()));
-        assert_eq!(refused("escape"), FolderRefusal::Outside("escape".into()));
-        assert_eq!(refused("nope"), FolderRefusal::Missing("nope".into()));
+        let roots = vec![PathBuf::from("/p/projects"), PathBuf::from("/srv/other")];
+        let check = |path: Option<&str>, kind, dir: &str| {
+            let target = path.map(|path| RealPath {
+                path: path.into(),
+                kind,
+                bytes: 4096,
+            });
+            check_folder(&roots, target, dir)
+        };
+        let folder = PathKind::Folder;
+        let app = Some("/p/projects/app");
+        assert_eq!(check(app, folder, "app"), Ok("/p/projects/app".into()));
         assert_eq!(
-            refused("notes.txt"),
-            FolderRefusal::NotAFolder("notes.txt".into())
+            check(app, folder, "app/src/.."),
+            Ok("/p/projects/app".into())
         );
-        assert_eq!(resolve_folder(&[], "x"), Err(FolderRefusal::NoRoots));
+        let other = Some("/srv/other/x");
+        assert_eq!(
+            check(other, folder, "/srv/other/x"),
+            Ok("/srv/other/x".into())
+        );
+        let outside = |dir: &str| FolderRefusal::Outside(dir.into());
+        assert_eq!(check(Some("/etc"), folder, "/etc"), Err(outside("/etc")));
+        assert_eq!(check(Some("/"), folder, "../.."), Err(outside("../..")));
+        // A symlink out of the roots: where it leads counts.
+        assert_eq!(
+            check(Some("/etc"), folder, "escape"),
+            Err(outside("escape"))
+        );
+        let sibling = Some("/p/projects-old");
+        assert_eq!(
+            check(sibling, folder, "../projects-old"),
+            Err(outside("../projects-old"))
+        );
+        let missing = FolderRefusal::Missing("nope".into());
+        assert_eq!(check(None, folder, "nope"), Err(missing));
+        let notes = Some("/p/projects/notes.txt");
+        let not_a_folder = FolderRefusal::NotAFolder("notes.txt".into());
+        assert_eq!(check(notes, PathKind::File, "notes.txt"), Err(not_a_folder));
     }
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Session, SessionError};
+use crate::codex::{PathKind, RealPath};
 
 /// Larger files are refused: Telegram's bots download at most 20 MB, and Discord's
 /// default upload limit is lower still for most servers.
@@ -24,27 +25,27 @@ pub enum GetRefusal {
     Unreadable { path: String, error: SessionError },
 }
 
-/// `path` (relative to `folder`, or absolute) with symlinks followed; it must be a file
-/// inside `folder`, small enough to send.
-pub fn resolve_file(folder: &Path, path: &str) -> Result<PathBuf, GetRefusal> {
-    let resolved =
-        std::fs::canonicalize(folder.join(path)).map_err(|_| GetRefusal::Missing(path.into()))?;
-    let folder = std::fs::canonicalize(folder).map_err(|_| GetRefusal::Missing(path.into()))?;
-    if !resolved.starts_with(&folder) {
-        return Err(GetRefusal::Outside(path.into()));
+/// The file `asked` leads to (`target`, as Codex's machine resolved it, symlinks
+/// followed) if it is a file inside `folder` (resolved likewise), small enough to send.
+pub fn check_file(
+    folder: &Path,
+    target: Option<RealPath>,
+    asked: &str,
+) -> Result<PathBuf, GetRefusal> {
+    let target = target.ok_or_else(|| GetRefusal::Missing(asked.into()))?;
+    if !target.path.starts_with(folder) {
+        return Err(GetRefusal::Outside(asked.into()));
     }
-    let meta = std::fs::metadata(&resolved).map_err(|_| GetRefusal::Missing(path.into()))?;
-    if !meta.is_file() {
-        return Err(GetRefusal::NotAFile(path.into()));
+    if target.kind != PathKind::File {
+        return Err(GetRefusal::NotAFile(asked.into()));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        let bytes = meta.len();
+    if target.bytes > MAX_FILE_BYTES {
         return Err(GetRefusal::TooLarge {
-            path: path.into(),
-            bytes,
+            path: asked.into(),
+            bytes: target.bytes,
         });
     }
-    Ok(resolved)
+    Ok(target.path)
 }
 
 impl Session {
@@ -62,12 +63,18 @@ impl Session {
         let folder = self
             .folder()
             .map_err(|_| GetRefusal::Missing(path.into()))?;
-        let resolved = resolve_file(&folder, path)?;
         let unreadable = |error| GetRefusal::Unreadable {
             path: path.into(),
             error,
         };
         let server = self.server().await.map_err(unreadable)?;
+        let real_folder = server.resolve(&folder).await;
+        let real_folder = real_folder.map_err(|error| unreadable(error.into()))?;
+        let real_folder = real_folder.filter(|f| f.kind == PathKind::Folder);
+        let real_folder = real_folder.ok_or_else(|| GetRefusal::Missing(path.into()))?;
+        let target = server.resolve(&folder.join(path)).await;
+        let target = target.map_err(|error| unreadable(error.into()))?;
+        let resolved = check_file(&real_folder.path, target, path)?;
         let bytes = server.read_file(&resolved).await;
         let bytes = bytes.map_err(|error| unreadable(error.into()))?;
         let name = resolved.file_name().map_or_else(
@@ -82,25 +89,35 @@ impl Session {
 mod tests {
     use super::*;
 
+    fn real(path: &str, kind: PathKind, bytes: u64) -> Option<RealPath> {
+        let path = path.into();
+        Some(RealPath { path, kind, bytes })
+    }
+
     #[test]
     fn only_files_inside_the_folder_are_sent() {
-        let dir = tempfile::tempdir().unwrap();
-        let folder = dir.path().join("chat");
-        std::fs::create_dir_all(folder.join("sub")).unwrap();
-        std::fs::write(folder.join("sub/out.txt"), "x").unwrap();
-        std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("secret.txt"), folder.join("link")).unwrap();
-        let inside = std::fs::canonicalize(folder.join("sub/out.txt")).unwrap();
-        assert_eq!(resolve_file(&folder, "sub/out.txt").unwrap(), inside);
+        let folder = Path::new("/w/chat");
+        let check = |target, asked: &str| check_file(folder, target, asked);
+        let inside = real("/w/chat/sub/out.txt", PathKind::File, 1);
         assert_eq!(
-            resolve_file(&folder, &inside.display().to_string()).unwrap(),
-            inside
+            check(inside, "sub/out.txt").unwrap(),
+            Path::new("/w/chat/sub/out.txt")
         );
-        let refused = |path: &str| resolve_file(&folder, path).unwrap_err().to_string();
-        assert!(refused("/etc/passwd").contains("outside"));
-        assert!(refused("../secret.txt").contains("outside"));
-        assert!(refused("link").contains("outside"));
-        assert!(refused("sub").contains("not a file"));
-        assert!(refused("nope").contains("does not exist"));
+        let refused = |target, asked| check(target, asked).unwrap_err().to_string();
+        let passwd = real("/etc/passwd", PathKind::File, 1221);
+        assert!(refused(passwd, "/etc/passwd").contains("outside"));
+        // A symlink or `..` out of the folder: where it leads counts.
+        let secret = real("/w/secret.txt", PathKind::File, 1);
+        assert!(refused(secret.clone(), "../secret.txt").contains("outside"));
+        assert!(refused(secret, "link").contains("outside"));
+        let sibling = real("/w/chat-other/x", PathKind::File, 1);
+        assert!(refused(sibling, "/w/chat-other/x").contains("outside"));
+        let sub = real("/w/chat/sub", PathKind::Folder, 4096);
+        assert!(refused(sub, "sub").contains("not a file"));
+        let pipe = real("/w/chat/fifo", PathKind::Other, 0);
+        assert!(refused(pipe, "fifo").contains("not a file"));
+        assert!(refused(None, "nope").contains("does not exist"));
+        let big = real("/w/chat/big", PathKind::File, MAX_FILE_BYTES + 1);
+        assert!(refused(big, "big").contains("files over 20 MB"));
     }
 }

@@ -23,7 +23,7 @@ mod placement;
 mod threads;
 
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
-pub use choices::{ChatChoices, Choice, FolderRefusal, resolve_folder};
+pub use choices::{ChatChoices, Choice, FolderRefusal};
 pub use context::{Context, SessionError, SessionSettings};
 pub use files::{GetRefusal, MAX_FILE_BYTES};
 pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};

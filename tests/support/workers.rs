@@ -15,6 +15,9 @@ pub struct Worker {
     pub port: u16,
     pub home: PathBuf,
     token_file: PathBuf,
+    /// A folder only this worker sees, and the shell lines that fill it (see
+    /// [`Worker::start_with_own_disk`]).
+    own_disk: Option<(PathBuf, String)>,
     child: Option<Child>,
 }
 
@@ -36,15 +39,48 @@ impl Worker {
             port: free_port(),
             home,
             token_file,
+            own_disk: None,
             child: None,
         };
         worker.restart().await;
         worker
     }
 
+    /// A worker on a machine of its own, as far as files go: in a mount namespace of its
+    /// own, `disk` (an empty folder on the gateway's side) is a fresh tmpfs that `setup`
+    /// fills (run there with sh). Needs root.
+    pub async fn start_with_own_disk(
+        env: &TestEnv,
+        name: &str,
+        token: &str,
+        disk: &std::path::Path,
+        setup: &str,
+    ) -> Self {
+        std::fs::create_dir_all(disk).unwrap();
+        let mut worker = Self::start(env, name, token).await;
+        worker.kill();
+        worker.own_disk = Some((disk.to_owned(), setup.to_owned()));
+        worker.restart().await;
+        worker
+    }
+
     /// Starts the worker (again) on its port, with its home; waits until it is ready.
     pub async fn restart(&mut self) {
-        let child = Command::new(codex_binary())
+        let mut command = match &self.own_disk {
+            None => Command::new(codex_binary()),
+            Some((disk, setup)) => {
+                let mut command = Command::new("unshare");
+                let script = r#"mount -t tmpfs tmpfs "$1" && (cd "$1" && sh -c "$2") && shift 2 && exec "$@""#;
+                command
+                    .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+                    .args([script, "sh"])
+                    .arg(disk)
+                    .arg(setup)
+                    .arg(codex_binary());
+                command
+            }
+        };
+        let child = command
             .arg("app-server")
             .arg("--listen")
             .arg(format!("ws://127.0.0.1:{}", self.port))

@@ -8,7 +8,7 @@ use tracing::info;
 use super::Actor;
 use crate::codex::{ModelInfo, RateLimitWindow};
 use crate::router::replies::Replies;
-use crate::session::{Choice, resolve_folder};
+use crate::session::Choice;
 
 impl Actor {
     pub(super) async fn model(&mut self, replies: &Replies<'_>, name: &str) {
@@ -131,7 +131,7 @@ impl Actor {
             };
             return replies.notice(format!("Folder: {folder}\nProject roots: {roots}"));
         }
-        let folder = match resolve_folder(&roots, dir) {
+        let folder = match self.session.resolve_folder(&roots, dir).await {
             Ok(folder) => folder.display().to_string(),
             Err(refusal) => return replies.notice(format!("{refusal}; nothing changed.")),
         };
