@@ -22,7 +22,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use crate::codex::{
-    Codex, CodexError, HealthCheck, RemoteSpec, RunAs, RunAsError, SpawnSpec, Starting,
+    Codex, CodexError, HealthCheck, RemoteSpec, RunAs, RunAsError, SpawnSpec, Starting, UnreadLog,
 };
 use crate::config::Config;
 use crate::instance_lock::{InstanceLock, LockError};
@@ -86,7 +86,7 @@ impl App {
             check_run_as(user, config)?;
         }
         let transcriber = Transcriber::from_config(&config.transcription)?;
-        let remotes = remote_specs(config);
+        let remotes = remote_specs(config, &spec.unread);
         let (codex, starting) = Codex::launch(spec.clone(), config.codex.processes, remotes);
         let ctx = Arc::new(Context {
             store,
@@ -173,6 +173,7 @@ pub fn spawn_spec(config: &Config) -> Result<SpawnSpec, RunAsError> {
             .collect(),
         request_timeout: request_timeout(config),
         health_check: health_check(config),
+        unread: UnreadLog::default(),
     })
 }
 
@@ -187,8 +188,9 @@ fn health_check(config: &Config) -> HealthCheck {
     }
 }
 
-/// How to reach each `[[codex.remote]]` worker, from the config.
-pub fn remote_specs(config: &Config) -> Vec<RemoteSpec> {
+/// How to reach each `[[codex.remote]]` worker, from the config; their unread messages
+/// go to `unread` with the local processes'.
+pub fn remote_specs(config: &Config, unread: &UnreadLog) -> Vec<RemoteSpec> {
     config
         .codex
         .remote
@@ -203,6 +205,7 @@ pub fn remote_specs(config: &Config) -> Vec<RemoteSpec> {
                 .unwrap_or_default(),
             request_timeout: request_timeout(config),
             health_check: health_check(config),
+            unread: unread.clone(),
         })
         .collect()
 }
@@ -278,6 +281,7 @@ impl server::Observed for App {
                 })
                 .collect(),
             codex_restarts: self.ctx.codex.restarts(),
+            codex_unread: self.ctx.codex.unread(),
             codex_wedged: self.ctx.codex.wedged(),
         })
     }

@@ -171,7 +171,7 @@ async fn check_login(
 /// worker is tried before the first failure is returned.
 async fn check_workers(config: &Config, spec: &codex::SpawnSpec) -> Result<(), String> {
     let mut failed = Vec::new();
-    for remote in codex_gateway::remote_specs(config) {
+    for remote in codex_gateway::remote_specs(config, &spec.unread) {
         let label = format!("codex worker {} ({})", remote.name, remote.url);
         let checked = match codex::AppServer::connect(&remote).await {
             Ok(server) => {

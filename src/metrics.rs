@@ -23,6 +23,11 @@ struct ServerLabels {
     server: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    method: String,
+}
+
 pub struct Metrics {
     pub turns: Counter,
     pub resumes: Counter,
@@ -41,6 +46,7 @@ pub struct Metrics {
     codex_wedged: Counter,
     server_up: Family<ServerLabels, Gauge>,
     server_live_threads: Family<ServerLabels, Gauge>,
+    codex_unread: Family<MethodLabels, Counter>,
     registry: Registry,
 }
 
@@ -51,6 +57,8 @@ pub struct Gauges {
     pub codex_processes: usize,
     pub codex_restarts: u64,
     pub codex_wedged: u64,
+    /// Messages Codex sent that could not be read, by method.
+    pub codex_unread: Vec<(String, u64)>,
     /// Each Codex server: this machine's processes (`local`) and every worker.
     pub servers: Vec<ServerGauge>,
 }
@@ -97,6 +105,9 @@ impl Default for Metrics {
             help,
             server_live_threads.clone(),
         );
+        let codex_unread = Family::<MethodLabels, Counter>::default();
+        let help = "Notifications and requests from Codex the gateway could not read, by method";
+        registry.register("codex_unread", help, codex_unread.clone());
         let mut gauge = |name: &str, help: &str| {
             let gauge = Gauge::default();
             registry.register(name, help, gauge.clone());
@@ -118,6 +129,7 @@ impl Default for Metrics {
             codex_wedged,
             server_up,
             server_live_threads,
+            codex_unread,
             registry,
         }
     }
@@ -139,6 +151,13 @@ impl Metrics {
         restarts.store(gauges.codex_restarts, Ordering::Relaxed);
         let wedged = self.codex_wedged.inner();
         wedged.store(gauges.codex_wedged, Ordering::Relaxed);
+        for (method, count) in &gauges.codex_unread {
+            let labels = MethodLabels {
+                method: method.clone(),
+            };
+            let unread = self.codex_unread.get_or_create(&labels);
+            unread.inner().store(*count, Ordering::Relaxed);
+        }
         for server in &gauges.servers {
             let labels = ServerLabels {
                 server: server.name.clone(),
@@ -172,6 +191,7 @@ mod tests {
             codex_processes: 1,
             codex_restarts: 4,
             codex_wedged: 1,
+            codex_unread: vec![("turn/completed".into(), 3)],
             servers: vec![
                 ServerGauge {
                     name: "local".into(),
@@ -190,6 +210,7 @@ mod tests {
             "codex_gateway_active_chats 3\n",
             "codex_gateway_codex_restarts_total 4\n",
             "codex_gateway_codex_wedged_total 1\n",
+            "codex_gateway_codex_unread_total{method=\"turn/completed\"} 3\n",
             "codex_gateway_errors_total{kind=\"codex\"} 2\n",
             "codex_gateway_errors_total{kind=\"store\"} 1\n",
             "codex_gateway_codex_server_up{server=\"local\"} 1\n",

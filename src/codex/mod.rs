@@ -12,6 +12,7 @@ mod run_as;
 mod spawn;
 mod supervisor;
 mod threads;
+mod unread;
 mod wire;
 mod workers;
 
@@ -31,4 +32,5 @@ pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::{Codex, LOCAL, ServerState, Starting};
 pub use threads::{ThreadPage, ThreadSummary};
+pub use unread::UnreadLog;
 pub use wire::{ApprovalResponder, ThreadEvent};

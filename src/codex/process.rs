@@ -57,6 +57,7 @@ impl AppServer {
             outgoing,
             kill_tx,
             spec.request_timeout,
+            spec.unread.clone(),
         ));
         tokio::spawn(write_lines(stdin, outgoing_rx));
         tokio::spawn(read_lines(stdout, shared.clone()));

@@ -247,7 +247,24 @@ fn text(params: &Value, key: &str) -> Option<String> {
 }
 
 impl Notification {
-    /// Parses a known notification; `None` for the many the gateway ignores.
+    /// The notifications the gateway reads; one of these that does not parse is news.
+    const READ: [&'static str; 7] = [
+        "turn/started",
+        "turn/completed",
+        "item/completed",
+        "item/agentMessage/delta",
+        "thread/tokenUsage/updated",
+        "error",
+        "model/rerouted",
+    ];
+
+    /// Whether the gateway reads `method` (and ignores every other notification).
+    pub(crate) fn reads(method: &str) -> bool {
+        Self::READ.contains(&method)
+    }
+
+    /// Parses a known notification; `None` for the many the gateway ignores, and for a
+    /// known one it cannot read.
     pub(crate) fn parse(method: &str, params: &Value) -> Option<Self> {
         let turn_id = || text(params, "turnId").unwrap_or_default();
         match method {

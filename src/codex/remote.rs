@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
+
+use super::unread::UnreadLog;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -41,6 +43,8 @@ pub struct RemoteSpec {
     pub token: String,
     pub request_timeout: Duration,
     pub health_check: HealthCheck,
+    /// Shared with every other app-server of the gateway.
+    pub unread: UnreadLog,
 }
 
 impl std::fmt::Debug for RemoteSpec {
@@ -60,7 +64,14 @@ impl AppServer {
         let socket = open(spec).await?;
         let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
         let (kill_tx, kill_rx) = oneshot::channel();
-        let shared = Arc::new(Shared::new(None, outgoing, kill_tx, spec.request_timeout));
+        let unread = spec.unread.clone();
+        let shared = Arc::new(Shared::new(
+            None,
+            outgoing,
+            kill_tx,
+            spec.request_timeout,
+            unread,
+        ));
         tokio::spawn(pump(
             socket,
             outgoing_rx,

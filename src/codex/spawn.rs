@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::process::Command;
 
 use super::run_as::RunAs;
+use super::unread::UnreadLog;
 
 /// How to start an app-server process.
 #[derive(Debug, Clone)]
@@ -30,6 +31,8 @@ pub struct SpawnSpec {
     /// How often a running process is asked a cheap question, and how long it may take to
     /// answer before it counts as wedged and is restarted.
     pub health_check: HealthCheck,
+    /// Where every app-server notes what it could not read.
+    pub unread: UnreadLog,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -124,6 +127,7 @@ mod tests {
                 every: Duration::from_secs(30),
                 timeout: Duration::from_secs(10),
             },
+            unread: UnreadLog::default(),
         };
         let inherited = [
             ("PATH", "/bin"),

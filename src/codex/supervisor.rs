@@ -12,6 +12,7 @@ use super::error::CodexError;
 use super::process::AppServer;
 use super::remote::RemoteSpec;
 use super::spawn::{HealthCheck, SpawnSpec};
+use super::unread::UnreadLog;
 use super::workers::Worker;
 
 /// A process that lived at least this long resets the backoff.
@@ -27,6 +28,8 @@ pub struct Codex {
     /// Turns among servers tied for the fewest live threads, so chats that arrive
     /// together (before any of their threads is live) are spread too.
     placements: Arc<AtomicUsize>,
+    /// What any of the servers sent that could not be read.
+    unread: UnreadLog,
 }
 
 /// The name of this machine's app-servers, which share one Codex home.
@@ -122,6 +125,7 @@ impl Codex {
             slots: slots.into(),
             workers: workers.into(),
             placements: Arc::new(AtomicUsize::new(0)),
+            unread: spec.unread.clone(),
         };
         (codex, Starting(firsts))
     }
@@ -260,6 +264,11 @@ impl Codex {
             .map(|slot| slot.inner.wedged.load(Ordering::Relaxed))
             .sum();
         local + self.workers.iter().map(Worker::wedged).sum::<u64>()
+    }
+
+    /// How many messages of each method the servers sent that could not be read.
+    pub fn unread(&self) -> Vec<(String, u64)> {
+        self.unread.counts()
     }
 
     /// How many times a dead process has been replaced or a lost worker reconnected.

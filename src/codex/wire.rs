@@ -1,5 +1,6 @@
-//! The pipes of one app-server child: requests written to its stdin, and what comes back
-//! on its stdout read, matched to requests and routed to threads by `threadId`.
+//! One app-server's JSON-RPC, whatever carries it (a child's pipes here, a worker's
+//! WebSocket in `remote.rs`): requests written out, and what comes back matched to its
+//! request, routed to its thread by `threadId`, or noted as unread.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -16,6 +17,7 @@ use super::catalog::RateLimits;
 use super::protocol::{
     ApprovalDecision, ApprovalRequest, ChangedFile, Notification, changed_files, thread_id_of,
 };
+use super::unread::{Unread, UnreadLog};
 
 /// What a thread's subscriber receives.
 #[derive(Debug)]
@@ -73,6 +75,8 @@ pub(super) struct Shared {
     pub(super) account_events: broadcast::Sender<(String, Value)>,
     /// The rate limits as Codex last reported them during a turn.
     pub(super) known_rate_limits: Mutex<Option<RateLimits>>,
+    /// What Codex sent that could not be read, for the log and `/metrics`.
+    pub(super) unread: UnreadLog,
 }
 
 impl Shared {
@@ -81,6 +85,7 @@ impl Shared {
         outgoing: mpsc::UnboundedSender<String>,
         kill: oneshot::Sender<()>,
         request_timeout: Duration,
+        unread: UnreadLog,
     ) -> Self {
         Shared {
             pid,
@@ -94,6 +99,7 @@ impl Shared {
             file_changes: Mutex::new(HashMap::new()),
             account_events: broadcast::Sender::new(8),
             known_rate_limits: Mutex::new(None),
+            unread,
         }
     }
 }
@@ -193,10 +199,14 @@ impl Shared {
                         .account_events
                         .send((method.to_owned(), params.clone()));
                 }
-                if let (Some(thread_id), Some(notification)) =
-                    (thread_id_of(params), Notification::parse(method, params))
-                {
-                    self.route(thread_id, ThreadEvent::Notification(notification));
+                match (thread_id_of(params), Notification::parse(method, params)) {
+                    (Some(thread_id), Some(notification)) => {
+                        self.route(thread_id, ThreadEvent::Notification(notification));
+                    }
+                    _ if Notification::reads(method) => {
+                        self.unread.note(method, Unread::Notification);
+                    }
+                    _ => {}
                 }
             }
             (Some(id), Some(method)) => self.server_request(id.clone(), method, params),
@@ -264,7 +274,7 @@ impl Shared {
             self.route(thread_id, ThreadEvent::Approval(request, responder));
             return;
         }
-        warn!(method, "unsupported request from codex app-server");
+        self.unread.note(method, Unread::Request);
         let message = format!("codex-gateway does not support {method}");
         let reply = json!({"id": id, "error": {"code": -32601, "message": message}});
         let _ = self.outgoing.send(reply.to_string());
@@ -298,7 +308,8 @@ mod tests {
     fn shared() -> (Shared, mpsc::UnboundedReceiver<String>) {
         let (outgoing, written) = mpsc::unbounded_channel();
         let (kill, _) = oneshot::channel();
-        let shared = Shared::new(None, outgoing, kill, Duration::from_secs(1));
+        let unread = UnreadLog::default();
+        let shared = Shared::new(None, outgoing, kill, Duration::from_secs(1), unread);
         (shared, written)
     }
 
@@ -366,5 +377,40 @@ mod tests {
         drop(responder);
         let refusal: Value = serde_json::from_str(&written.try_recv().unwrap()).unwrap();
         assert_eq!(refusal["result"]["decision"], "decline");
+    }
+
+    #[test]
+    fn what_codex_sends_that_cannot_be_read_is_noted_by_method() {
+        let (shared, mut written) = shared();
+        let (events, mut received) = mpsc::unbounded_channel();
+        shared.threads.lock().unwrap().insert("t".into(), events);
+        // A notification the gateway reads, in a shape it does not know.
+        shared.dispatch(r#"{"method":"turn/completed","params":{"threadId":"t","turn":7}}"#);
+        // One it ignores on purpose, and one it reads.
+        shared.dispatch(r#"{"method":"item/reasoning/delta","params":{"threadId":"t"}}"#);
+        shared.dispatch(
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","delta":"hi"}}"#,
+        );
+        // A request it does not support: refused, and noted.
+        shared.dispatch(
+            r#"{"id":9,"method":"mcpServer/elicitation/request","params":{"threadId":"t"}}"#,
+        );
+        assert!(matches!(
+            received.try_recv(),
+            Ok(ThreadEvent::Notification(
+                Notification::AgentMessageDelta { .. }
+            ))
+        ));
+        assert!(received.try_recv().is_err());
+        let refusal: Value = serde_json::from_str(&written.try_recv().unwrap()).unwrap();
+        assert_eq!(refusal["error"]["code"], -32601);
+        let counts = shared.unread.counts();
+        assert_eq!(
+            counts,
+            [
+                ("mcpServer/elicitation/request".to_owned(), 1),
+                ("turn/completed".to_owned(), 1)
+            ]
+        );
     }
 }
