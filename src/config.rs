@@ -59,6 +59,22 @@ pub enum FollowUp {
     Queue,
 }
 
+impl FollowUp {
+    const NAMES: [(FollowUp, &'static str); 2] =
+        [(FollowUp::Steer, "steer"), (FollowUp::Queue, "queue")];
+
+    /// Its name in the config and in a chat's stored choice.
+    pub fn name(self) -> &'static str {
+        let entry = Self::NAMES.iter().find(|(value, _)| *value == self);
+        entry.expect("every variant has a name").1
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        let entry = Self::NAMES.iter().find(|(_, n)| *n == name);
+        entry.map(|(value, _)| *value)
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TranscriptionConfig {
@@ -578,6 +594,18 @@ fn read_token(owner: &str, path: &Path) -> Result<Secret, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn follow_up_names_are_the_configs() {
+        for name in ["steer", "queue"] {
+            let parsed: FollowUp = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(
+                (FollowUp::from_name(name), parsed.name()),
+                (Some(parsed), name)
+            );
+        }
+        assert_eq!(FollowUp::from_name("later"), None);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use tracing::warn;
+
 use super::{Session, SessionError};
 use crate::codex::{ModelInfo, PathKind, RateLimits, RealPath, TurnOverrides};
 use crate::config::FollowUp;
@@ -119,14 +121,20 @@ impl Session {
     }
 
     /// What a message sent during this chat's turn does: its choice, else the default.
-    /// Read once the chat's choices are loaded (every turn loads them first).
+    /// Read once the chat's choices are loaded (every turn loads them first). A stored
+    /// choice this gateway does not know is logged and the default used: the message
+    /// still runs.
     pub fn follow_up(&self) -> FollowUp {
+        let default = self.ctx.settings.follow_up;
         let chosen = self.choices.as_ref().and_then(|c| c.follow_up.as_deref());
-        match chosen {
-            Some("queue") => FollowUp::Queue,
-            Some("steer") => FollowUp::Steer,
-            _ => self.ctx.settings.follow_up,
-        }
+        let Some(chosen) = chosen else {
+            return default;
+        };
+        FollowUp::from_name(chosen).unwrap_or_else(|| {
+            let default_name = default.name();
+            warn!(chat = %self.chat, chosen, default = default_name, "unknown stored follow-up choice; using the default");
+            default
+        })
     }
 
     /// The folder the config fixes for this chat, if it does.

@@ -12,10 +12,12 @@ use tracing::instrument;
 
 use crate::chat::ChatKey;
 use crate::hygiene::CompactionOutcome;
+use stored::Stored;
 
 mod choices;
 mod offsets;
 mod records;
+mod stored;
 mod transcript;
 mod turns;
 
@@ -41,6 +43,8 @@ pub enum StoreError {
     /// The shared commit of several chats' turns failed (each of them gets this).
     #[error("could not record the turn: {0}")]
     TurnsNotWritten(String),
+    #[error("the database holds {value:?} in {column}, which this gateway does not know")]
+    UnknownValue { column: &'static str, value: String },
 }
 
 #[derive(Clone, Debug)]
@@ -284,11 +288,6 @@ impl Store {
         usage: Option<&Usage>,
         outcome: CompactionOutcome,
     ) -> Result<(), StoreError> {
-        let outcome = match outcome {
-            CompactionOutcome::Reduced => "reduced",
-            CompactionOutcome::NoOp => "noop",
-            CompactionOutcome::Failed => "failed",
-        };
         sqlx::query(
             "UPDATE chats SET last_tokens = COALESCE(?1, last_tokens),
                 total_tokens = COALESCE(?2, total_tokens),
@@ -299,7 +298,7 @@ impl Store {
         .bind(usage.map(|u| u.last_tokens))
         .bind(usage.map(|u| u.total_tokens))
         .bind(usage.and_then(|u| u.context_window))
-        .bind(outcome)
+        .bind(outcome.name())
         .bind(now())
         .bind(chat.to_string())
         .execute(&self.pool)
@@ -319,17 +318,9 @@ impl Store {
         .bind(chat.to_string())
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, reason)| {
-                let reason = if reason == "new" {
-                    RetireReason::New
-                } else {
-                    RetireReason::RolloutMissing
-                };
-                (id, reason)
-            })
-            .collect())
+        rows.into_iter()
+            .map(|(id, reason)| Ok((id, RetireReason::parse(&reason)?)))
+            .collect()
     }
 }
 
@@ -360,7 +351,7 @@ async fn insert_history(
     )
     .bind(key)
     .bind(thread_id)
-    .bind(reason.as_str())
+    .bind(reason.name())
     .bind(now)
     .execute(tx)
     .await?;
@@ -383,6 +374,37 @@ mod tests {
 
     fn key(name: &str) -> ChatKey {
         ChatKey::new(Platform::Console, name)
+    }
+
+    /// A value this gateway does not know is an error naming the column, never read as
+    /// some default. The schema's CHECKs keep such values out; a newer gateway's schema or
+    /// a hand edit (here: with the checks switched off) may not.
+    #[tokio::test]
+    async fn unknown_stored_values_are_errors() {
+        let (_dir, store) = fresh().await;
+        let chat = key("c");
+        store
+            .set_thread(&chat, "local", "/w/c", "t1", None)
+            .await
+            .unwrap();
+        store.retire_thread(&chat, RetireReason::New).await.unwrap();
+        let mut connection = store.pool.acquire().await.unwrap();
+        for statement in [
+            "PRAGMA ignore_check_constraints = ON",
+            "UPDATE chats SET last_compaction = 'half-done'",
+            "UPDATE thread_history SET reason = 'moved'",
+            "PRAGMA ignore_check_constraints = OFF",
+        ] {
+            sqlx::query(statement).execute(&mut *connection).await.unwrap();
+        }
+        drop(connection);
+        let row = store.chat(&chat).await.unwrap_err().to_string();
+        assert!(row.contains("column last_compaction"), "{row}");
+        let history = store.thread_history(&chat).await.unwrap_err().to_string();
+        assert!(
+            history.contains("thread_history.reason") && history.contains("moved"),
+            "{history}"
+        );
     }
 
     #[tokio::test]

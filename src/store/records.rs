@@ -1,6 +1,7 @@
 //! The store's own row types.
 
-use crate::hygiene::{CompactionOutcome, LastCompaction};
+use super::stored::StoredOutcome;
+use crate::hygiene::LastCompaction;
 
 /// A chat's row.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -13,18 +14,15 @@ pub struct ChatRecord {
     pub last_tokens: Option<i64>,
     pub total_tokens: Option<i64>,
     pub context_window: Option<i64>,
-    last_compaction: Option<String>,
+    #[sqlx(try_from = "Option<String>")]
+    last_compaction: StoredOutcome,
     last_compaction_turn: Option<i64>,
 }
 
 impl ChatRecord {
     /// The gateway's latest compaction of this thread, and how many turns ago it ran.
     pub fn last_compaction(&self) -> Option<LastCompaction> {
-        let outcome = match self.last_compaction.as_deref()? {
-            "reduced" => CompactionOutcome::Reduced,
-            "noop" => CompactionOutcome::NoOp,
-            _ => CompactionOutcome::Failed,
-        };
+        let outcome = self.last_compaction.0?;
         Some(LastCompaction {
             outcome,
             turns_ago: self.turns - self.last_compaction_turn.unwrap_or(self.turns),
@@ -37,15 +35,6 @@ impl ChatRecord {
 pub enum RetireReason {
     New,
     RolloutMissing,
-}
-
-impl RetireReason {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            RetireReason::New => "new",
-            RetireReason::RolloutMissing => "rollout_missing",
-        }
-    }
 }
 
 /// What a finished turn leaves in the store.
@@ -71,13 +60,4 @@ pub struct Usage {
 pub enum Role {
     User,
     Assistant,
-}
-
-impl Role {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        }
-    }
 }

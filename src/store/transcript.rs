@@ -2,6 +2,7 @@
 
 use tracing::instrument;
 
+use super::stored::Stored;
 use super::{Role, Store, StoreError, now};
 use crate::chat::ChatKey;
 
@@ -40,17 +41,9 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(role, text)| {
-                let role = if role == "user" {
-                    Role::User
-                } else {
-                    Role::Assistant
-                };
-                (role, text)
-            })
-            .collect())
+        rows.into_iter()
+            .map(|(role, text)| Ok((Role::parse(&role)?, text)))
+            .collect()
     }
 }
 
@@ -70,7 +63,7 @@ pub(super) async fn insert_transcript_lines(
     insert.push_values(lines, |mut row, (role, text)| {
         row.push_bind(&key)
             .push_bind(thread_id)
-            .push_bind(role.as_str())
+            .push_bind(role.name())
             .push_bind(*text)
             .push_bind(at);
     });

@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::error;
 
 use super::records::{ChatRecord, Role, Usage};
+use super::stored::Stored;
 use super::{StoreError, now};
 
 /// Most turns in one commit; well within SQLite's limit of bound values per statement.
@@ -99,7 +100,7 @@ async fn write_together(
         insert.push_values(&lines, |mut row, (turn, (role, text))| {
             row.push_bind(&turn.chat_key)
                 .push_bind(&turn.thread_id)
-                .push_bind(role.as_str())
+                .push_bind(role.name())
                 .push_bind(text)
                 .push_bind(at);
         });

@@ -13,10 +13,7 @@ use crate::session::Choice;
 impl Actor {
     /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.
     pub(super) async fn choose_follow_up(&mut self, replies: &Replies<'_>, follow_up: FollowUp) {
-        let value = match follow_up {
-            FollowUp::Steer => "steer",
-            FollowUp::Queue => "queue",
-        };
+        let value = follow_up.name();
         match self.session.choose(Choice::FollowUp, Some(value)).await {
             Ok(()) => replies.notice(texts::follow_up_chosen(follow_up)),
             Err(error) => self.report(replies, &error.into()),
