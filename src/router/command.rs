@@ -1,34 +1,47 @@
 //! Reads what a person typed: a gateway command or a message for Codex. No I/O.
+//!
+//! [`COMMANDS`] is the one table of commands: the parser, `/help`, Telegram's command menu
+//! and Discord's slash commands are derived from it. Adding a command is an entry there and
+//! its handler in `actor/`.
 
 /// Longest message passed to Codex; longer input is refused with a clear answer.
 pub const MAX_INPUT_BYTES: usize = 256 * 1024;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A gateway command with its argument parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     New,
     Stop,
     Status,
     Compact,
     Help,
-    Model,
-    Effort,
-    Cwd,
+    /// A model name; empty lists the choices.
+    Model(String),
+    /// A reasoning effort; empty lists the choices.
+    Effort(String),
+    /// A folder; empty shows the chat's folder and the roots.
+    Cwd(String),
     Usage,
-    Threads,
-    Resume,
+    /// The page of threads, from 1 (the newest).
+    Threads(usize),
+    /// A thread id or its first characters.
+    Resume(String),
     Login,
     Logout,
     Review,
-    Get,
+    /// A path in the chat's folder.
+    Get(String),
     Steer,
     Queue,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input<'a> {
-    Command(Command),
+    Command(&'static CommandSpec, Command),
     /// Looks like a command (`/word`) but is none of ours.
     UnknownCommand(&'a str),
+    /// One of ours with an argument it cannot take; the text says why.
+    BadArgument(String),
     Text(&'a str),
     Empty,
     TooLong {
@@ -36,75 +49,256 @@ pub enum Input<'a> {
     },
 }
 
-/// The commands as chat platforms list them in their command menus.
-pub const MENU: &[(&str, &str)] = &[
-    ("new", "Start a fresh Codex thread"),
-    ("stop", "Interrupt the running turn"),
-    ("status", "Thread, usage, model and working directory"),
-    ("compact", "Compact this thread's context"),
-    ("model", "Show or choose this chat's model"),
-    ("effort", "Show or choose the model's reasoning effort"),
-    ("cwd", "Show or move this chat's folder"),
-    ("usage", "Rate limits and this chat's context use"),
-    ("threads", "Recent Codex threads on this machine"),
-    ("resume", "Continue a listed thread in this chat"),
-    (
+/// One command: its names, its argument, how the menus and `/help` show it, and when it
+/// may run. Everything that lists commands is derived from [`COMMANDS`].
+#[derive(Debug)]
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Other names it answers to.
+    aliases: &'static [&'static str],
+    pub argument: Option<Argument>,
+    /// Its line in the platforms' command menus.
+    pub menu: &'static str,
+    /// Its line in `/help`, after `/name ARGUMENT - `.
+    help: &'static str,
+    /// Answered at once while a turn runs (anything else waits for the turn).
+    pub during_turn: bool,
+    /// Only for admins, in a direct message.
+    pub admin_only: bool,
+    /// Makes the command of its argument (what follows the name, trimmed).
+    build: fn(&str) -> Result<Command, String>,
+}
+
+/// Entries are told apart by name (each is listed once).
+impl PartialEq for CommandSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for CommandSpec {}
+
+/// A command's optional argument, as slash commands offer it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Argument {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// How `/help` shows it (`[NAME]`, or `PATH` where it is needed).
+    shown: &'static str,
+}
+
+const fn plain(
+    name: &'static str,
+    menu: &'static str,
+    help: &'static str,
+    build: fn(&str) -> Result<Command, String>,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        aliases: &[],
+        argument: None,
+        menu,
+        help,
+        during_turn: false,
+        admin_only: false,
+        build,
+    }
+}
+
+/// Every command, in menu order.
+pub const COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        aliases: &["reset"],
+        ..plain(
+            "new",
+            "Start a fresh Codex thread",
+            "start a fresh Codex thread (the old one stays in the history)",
+            |_| Ok(Command::New),
+        )
+    },
+    CommandSpec {
+        during_turn: true,
+        ..plain(
+            "stop",
+            "Interrupt the running turn",
+            "interrupt the running turn",
+            |_| Ok(Command::Stop),
+        )
+    },
+    CommandSpec {
+        during_turn: true,
+        ..plain(
+            "status",
+            "Thread, usage, model and working directory",
+            "thread, turns, token usage, model and working directory",
+            |_| Ok(Command::Status),
+        )
+    },
+    plain(
+        "compact",
+        "Compact this thread's context",
+        "ask Codex to compact this thread's context",
+        |_| Ok(Command::Compact),
+    ),
+    CommandSpec {
+        argument: Some(Argument {
+            name: "name",
+            about: "The model to use from the next turn on",
+            shown: "[NAME]",
+        }),
+        ..plain(
+            "model",
+            "Show or choose this chat's model",
+            "this chat's model and the choices; with a name, use it from the next turn",
+            |name| Ok(Command::Model(name.to_owned())),
+        )
+    },
+    CommandSpec {
+        argument: Some(Argument {
+            name: "level",
+            about: "The reasoning effort to use from the next turn on",
+            shown: "[LEVEL]",
+        }),
+        ..plain(
+            "effort",
+            "Show or choose the model's reasoning effort",
+            "the model's reasoning effort and the choices; with a level, use it",
+            |level| Ok(Command::Effort(level.to_owned())),
+        )
+    },
+    CommandSpec {
+        argument: Some(Argument {
+            name: "folder",
+            about: "A folder inside the project roots",
+            shown: "[DIR]",
+        }),
+        ..plain(
+            "cwd",
+            "Show or move this chat's folder",
+            "this chat's folder; with a folder inside the project roots, move there",
+            |dir| Ok(Command::Cwd(dir.to_owned())),
+        )
+    },
+    plain(
+        "usage",
+        "Rate limits and this chat's context use",
+        "the account's rate limits and this chat's context use",
+        |_| Ok(Command::Usage),
+    ),
+    CommandSpec {
+        argument: Some(Argument {
+            name: "page",
+            about: "Which page of threads (1 is the newest)",
+            shown: "[PAGE]",
+        }),
+        ..plain(
+            "threads",
+            "Recent Codex threads on this machine",
+            "recent Codex threads here, the terminal's and IDE's included",
+            threads_page,
+        )
+    },
+    CommandSpec {
+        argument: Some(Argument {
+            name: "id",
+            about: "A thread id from /threads, or its first characters",
+            shown: "ID",
+        }),
+        ..plain(
+            "resume",
+            "Continue a listed thread in this chat",
+            "continue that thread in this chat (the current one stays in the history)",
+            |id| Ok(Command::Resume(id.to_owned())),
+        )
+    },
+    plain(
         "review",
         "Codex reviews the uncommitted changes in this chat's folder",
+        "Codex's code review of the uncommitted changes in this chat's folder",
+        |_| Ok(Command::Review),
     ),
-    ("get", "Send a file from this chat's folder"),
-    (
+    CommandSpec {
+        argument: Some(Argument {
+            name: "path",
+            about: "A file in this chat's folder",
+            shown: "PATH",
+        }),
+        ..plain(
+            "get",
+            "Send a file from this chat's folder",
+            "send a file from this chat's folder (20 MB at most)",
+            |path| Ok(Command::Get(path.to_owned())),
+        )
+    },
+    plain(
         "steer",
         "Messages sent while Codex works join the running turn",
+        "a message sent while Codex works joins the running turn (the default)",
+        |_| Ok(Command::Steer),
     ),
-    (
+    plain(
         "queue",
         "Messages sent while Codex works wait for the next turn",
+        "a message sent while Codex works waits and runs as the next turn",
+        |_| Ok(Command::Queue),
     ),
-    ("login", "Log Codex in (admins, in a direct message)"),
-    ("logout", "Log Codex out (admins, in a direct message)"),
-    ("help", "What this bot does"),
+    CommandSpec {
+        admin_only: true,
+        ..plain(
+            "login",
+            "Log Codex in (admins, in a direct message)",
+            "log Codex in with a device code (admins, in a direct message)",
+            |_| Ok(Command::Login),
+        )
+    },
+    CommandSpec {
+        admin_only: true,
+        ..plain(
+            "logout",
+            "Log Codex out (admins, in a direct message)",
+            "log Codex out (admins, in a direct message)",
+            |_| Ok(Command::Logout),
+        )
+    },
+    CommandSpec {
+        aliases: &["start"],
+        during_turn: true,
+        ..plain("help", "What this bot does", "this text", |_| {
+            Ok(Command::Help)
+        })
+    },
 ];
 
-/// Commands that take an optional argument: (command, argument name, what it is). Slash
-/// commands offer it as an option.
-pub const ARGUMENTS: &[(&str, &str, &str)] = &[
-    ("model", "name", "The model to use from the next turn on"),
-    (
-        "effort",
-        "level",
-        "The reasoning effort to use from the next turn on",
-    ),
-    ("cwd", "folder", "A folder inside the project roots"),
-    ("threads", "page", "Which page of threads (1 is the newest)"),
-    (
-        "resume",
-        "id",
-        "A thread id from /threads, or its first characters",
-    ),
-    ("get", "path", "A file in this chat's folder"),
-];
+fn threads_page(page: &str) -> Result<Command, String> {
+    match page {
+        "" => Ok(Command::Threads(1)),
+        page => match page.parse::<usize>() {
+            Ok(page) if page >= 1 => Ok(Command::Threads(page)),
+            _ => Err(format!("/threads takes a page number, not {page:?}.")),
+        },
+    }
+}
 
-pub const HELP: &str = "Talk to Codex: every message goes to this chat's Codex thread, \
-which lasts until /new.\n\
-/new - start a fresh Codex thread (the old one stays in the history)\n\
-/stop - interrupt the running turn\n\
-/status - thread, turns, token usage, model and working directory\n\
-/compact - ask Codex to compact this thread's context\n\
-/model [NAME] - this chat's model and the choices; with a name, use it from the next turn\n\
-/effort [LEVEL] - the model's reasoning effort and the choices; with a level, use it\n\
-/cwd [DIR] - this chat's folder; with a folder inside the project roots, move there\n\
-/usage - the account's rate limits and this chat's context use\n\
-/threads [PAGE] - recent Codex threads here, the terminal's and IDE's included\n\
-/resume ID - continue that thread in this chat (the current one stays in the history)\n\
-/get PATH - send a file from this chat's folder (20 MB at most)\n\
-/steer, /queue - whether a message sent while Codex works joins the running turn or waits\n\
-/review - Codex's code review of the uncommitted changes in this chat's folder\n\
-/login, /logout - log Codex in with a device code, or out (admins, in a direct message)\n\
-/help - this text\n\
-Send files, photos and (with transcription set up) voice notes: they are saved in the \
-chat's folder under attachments/ and Codex is told where.\n\
-Your choices of model, effort, folder and /steer or /queue are kept across restarts and /new.";
+/// `/help`: what the bot does, a line per command, and what else it takes.
+pub fn help() -> String {
+    let mut text = String::from(
+        "Talk to Codex: every message goes to this chat's Codex thread, which lasts until /new.",
+    );
+    for spec in COMMANDS {
+        let shown = spec
+            .argument
+            .as_ref()
+            .map_or(String::new(), |a| format!(" {}", a.shown));
+        text.push_str(&format!("\n/{}{shown} - {}", spec.name, spec.help));
+    }
+    text.push_str(
+        "\nSend files, photos and (with transcription set up) voice notes: they are saved in \
+         the chat's folder under attachments/ and Codex is told where.\n\
+         Your choices of model, effort, folder and /steer or /queue are kept across restarts \
+         and /new.",
+    );
+    text
+}
 
 /// Parses a message. A command is a lone `/word`, optionally `/word@botname` (as Telegram
 /// sends it) and optionally followed by text; `/tmp/x` and the like stay plain text.
@@ -126,31 +320,19 @@ pub fn parse(text: &str) -> Input<'_> {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Input::Text(body(text));
     }
-    let command = match name.to_ascii_lowercase().as_str() {
-        "new" | "reset" => Command::New,
-        "stop" => Command::Stop,
-        "status" => Command::Status,
-        "compact" => Command::Compact,
-        "help" | "start" => Command::Help,
-        "model" => Command::Model,
-        "effort" => Command::Effort,
-        "cwd" => Command::Cwd,
-        "usage" => Command::Usage,
-        "threads" => Command::Threads,
-        "resume" => Command::Resume,
-        "review" => Command::Review,
-        "get" => Command::Get,
-        "steer" => Command::Steer,
-        "queue" => Command::Queue,
-        "login" => Command::Login,
-        "logout" => Command::Logout,
-        _ => return Input::UnknownCommand(first_word),
+    let name = name.to_ascii_lowercase();
+    let named = |spec: &&CommandSpec| spec.name == name || spec.aliases.contains(&name.as_str());
+    let Some(spec) = COMMANDS.iter().find(named) else {
+        return Input::UnknownCommand(first_word);
     };
-    Input::Command(command)
+    match (spec.build)(argument(trimmed)) {
+        Ok(command) => Input::Command(spec, command),
+        Err(why) => Input::BadArgument(why),
+    }
 }
 
 /// What follows a command's name (`/model gpt-5` gives `gpt-5`), trimmed.
-pub fn argument(text: &str) -> &str {
+fn argument(text: &str) -> &str {
     let text = text.trim();
     text.find(char::is_whitespace)
         .map_or("", |end| text[end..].trim())
@@ -178,32 +360,58 @@ mod tests {
         assert_eq!(argument("/model"), "");
     }
 
+    fn command(text: &str) -> Command {
+        match parse(text) {
+            Input::Command(_, command) => command,
+            other => panic!("{text:?} is no command: {other:?}"),
+        }
+    }
+
     #[test]
     fn parses_table() {
-        let cases: &[(&str, Input)] = &[
-            ("/new", Input::Command(Command::New)),
-            ("  /NEW  ", Input::Command(Command::New)),
-            ("/new@codex_bot", Input::Command(Command::New)),
-            ("/reset", Input::Command(Command::New)),
-            ("/stop", Input::Command(Command::Stop)),
-            ("/status please", Input::Command(Command::Status)),
-            ("/compact", Input::Command(Command::Compact)),
-            ("/help", Input::Command(Command::Help)),
-            ("/start", Input::Command(Command::Help)),
-            ("/model gpt-5", Input::Command(Command::Model)),
-            ("/effort", Input::Command(Command::Effort)),
-            ("/cwd ../x", Input::Command(Command::Cwd)),
-            ("/usage", Input::Command(Command::Usage)),
-            ("/threads 2", Input::Command(Command::Threads)),
-            ("/resume 019a", Input::Command(Command::Resume)),
-            ("/review", Input::Command(Command::Review)),
-            ("/get out.txt", Input::Command(Command::Get)),
-            ("/steer", Input::Command(Command::Steer)),
-            ("/queue", Input::Command(Command::Queue)),
-            ("/login", Input::Command(Command::Login)),
-            ("/logout", Input::Command(Command::Logout)),
+        let cases: &[(&str, Command)] = &[
+            ("/new", Command::New),
+            ("  /NEW  ", Command::New),
+            ("/new@codex_bot", Command::New),
+            ("/reset", Command::New),
+            ("/stop", Command::Stop),
+            ("/status please", Command::Status),
+            ("/compact", Command::Compact),
+            ("/help", Command::Help),
+            ("/start", Command::Help),
+            ("/model gpt-5", Command::Model("gpt-5".into())),
+            ("/model", Command::Model(String::new())),
+            ("/effort", Command::Effort(String::new())),
+            ("/cwd ../x", Command::Cwd("../x".into())),
+            ("/usage", Command::Usage),
+            ("/threads", Command::Threads(1)),
+            ("/threads 2", Command::Threads(2)),
+            ("/resume 019a", Command::Resume("019a".into())),
+            ("/review", Command::Review),
+            ("/get out.txt", Command::Get("out.txt".into())),
+            (
+                "/get@bot sub dir/a b.txt ",
+                Command::Get("sub dir/a b.txt".into()),
+            ),
+            ("/steer", Command::Steer),
+            ("/queue", Command::Queue),
+            ("/login", Command::Login),
+            ("/logout", Command::Logout),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(&command(text), expected, "input {text:?}");
+        }
+        let inputs: &[(&str, Input)] = &[
             ("/frobnicate", Input::UnknownCommand("/frobnicate")),
             ("/frob@bot x", Input::UnknownCommand("/frob@bot")),
+            (
+                "/threads x",
+                Input::BadArgument("/threads takes a page number, not \"x\".".into()),
+            ),
+            (
+                "/threads 0",
+                Input::BadArgument("/threads takes a page number, not \"0\".".into()),
+            ),
             (
                 "/tmp/notes.txt is empty",
                 Input::Text("/tmp/notes.txt is empty"),
@@ -221,9 +429,42 @@ mod tests {
             ("", Input::Empty),
             (" \t\n ", Input::Empty),
         ];
-        for (text, expected) in cases {
+        for (text, expected) in inputs {
             assert_eq!(&parse(text), expected, "input {text:?}");
         }
+    }
+
+    /// The table is the only list: each entry parses to itself, and `/help` and the menus
+    /// show every one.
+    #[test]
+    fn every_command_comes_from_its_entry() {
+        let help = help();
+        let mut names = std::collections::HashSet::new();
+        for spec in COMMANDS {
+            for name in std::iter::once(&spec.name).chain(spec.aliases) {
+                assert!(names.insert(*name), "/{name} is listed twice");
+                match parse(&format!("/{name}")) {
+                    Input::Command(parsed, _) => assert_eq!(parsed.name, spec.name),
+                    other => panic!("/{name}: {other:?}"),
+                }
+            }
+            assert!(
+                help.contains(&format!("\n/{} ", spec.name)),
+                "/{} not in help",
+                spec.name
+            );
+            assert!(
+                !spec.menu.is_empty() && spec.menu.len() <= 256,
+                "/{}",
+                spec.name
+            );
+        }
+        let answered_during_a_turn: Vec<_> = COMMANDS
+            .iter()
+            .filter(|s| s.during_turn)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(answered_during_a_turn, ["stop", "status", "help"]);
     }
 
     #[test]

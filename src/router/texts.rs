@@ -175,6 +175,20 @@ pub fn process_lost() -> &'static str {
     "Codex restarted; your last request was interrupted - send it again."
 }
 
+/// Why this person may not run an admins' command here (`/login`, `/logout`), if they may not.
+pub fn admin_refusal(private: bool, admin: bool) -> Option<&'static str> {
+    match (private, admin) {
+        (false, _) => Some(
+            "Log Codex in or out from a direct message with the bot, not in a group or channel.",
+        ),
+        (true, false) => Some(
+            "Only the bot's admins may log Codex in or out \
+             (telegram.admins / discord.admins; by default the first allowed user).",
+        ),
+        (true, true) => None,
+    }
+}
+
 /// "90 seconds", "30 minutes": how long, in the unit a person would say.
 pub fn human_duration(duration: Duration) -> String {
     match duration.as_secs() {

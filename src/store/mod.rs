@@ -395,7 +395,10 @@ mod tests {
             "UPDATE thread_history SET reason = 'moved'",
             "PRAGMA ignore_check_constraints = OFF",
         ] {
-            sqlx::query(statement).execute(&mut *connection).await.unwrap();
+            sqlx::query(statement)
+                .execute(&mut *connection)
+                .await
+                .unwrap();
         }
         drop(connection);
         let row = store.chat(&chat).await.unwrap_err().to_string();

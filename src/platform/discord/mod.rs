@@ -193,15 +193,18 @@ impl EventHandler for Handler {
 
 /// The command menu as slash commands: per guild (shown at once) or global.
 async fn register_commands(http: &Http, guild_ids: &[u64]) {
-    let commands: Vec<CreateCommand> = command::MENU
+    let commands: Vec<CreateCommand> = command::COMMANDS
         .iter()
-        .map(|(name, description)| {
-            let command = CreateCommand::new(*name).description(*description);
-            let argument = command::ARGUMENTS.iter().find(|(c, _, _)| c == name);
-            match argument {
-                Some((_, option, what)) => command.add_option(
-                    CreateCommandOption::new(CommandOptionType::String, *option, *what)
-                        .required(false),
+        .map(|spec| {
+            let command = CreateCommand::new(spec.name).description(spec.menu);
+            match &spec.argument {
+                Some(argument) => command.add_option(
+                    CreateCommandOption::new(
+                        CommandOptionType::String,
+                        argument.name,
+                        argument.about,
+                    )
+                    .required(false),
                 ),
                 None => command,
             }

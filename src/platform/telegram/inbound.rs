@@ -60,7 +60,7 @@ pub fn addressed(text: &str, replies_to_bot: bool, bot_username: &str) -> bool {
     for_us
         && matches!(
             command::parse(first),
-            Input::Command(_) | Input::UnknownCommand(_)
+            Input::Command(..) | Input::UnknownCommand(_) | Input::BadArgument(_)
         )
 }
 

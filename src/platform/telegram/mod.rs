@@ -173,7 +173,9 @@ struct Bots {
 
 /// Registers the command menu and removes a webhook, which would block long polling.
 async fn prepare(bot: &Bot) {
-    let commands = command::MENU.iter().map(|(c, d)| BotCommand::new(*c, *d));
+    let commands = command::COMMANDS
+        .iter()
+        .map(|spec| BotCommand::new(spec.name, spec.menu));
     if let Err(error) = bot.set_my_commands(commands).await {
         warn!(%error, "telegram: could not register the command menu");
     }

@@ -12,16 +12,9 @@ use crate::router::replies::Replies;
 /// How long a device code is waited on (OpenAI's codes last 15 minutes).
 const LOGIN_WAIT: Duration = Duration::from_secs(15 * 60);
 
-const PRIVATE_ONLY: &str =
-    "Log Codex in or out from a direct message with the bot, not in a group or channel.";
-const ADMINS_ONLY: &str = "Only the bot's admins may log Codex in or out \
-     (telegram.admins / discord.admins; by default the first allowed user).";
-
 impl Actor {
+    /// Only for admins in a direct message (the command table says so; `command` checks).
     pub(super) async fn login(&mut self, replies: &Replies<'_>) {
-        if let Some(refusal) = refusal(replies) {
-            return replies.notice(refusal);
-        }
         let (login, pending) = match self.session.start_login().await {
             Ok(started) => started,
             Err(error) => {
@@ -56,9 +49,6 @@ impl Actor {
     }
 
     pub(super) async fn logout(&mut self, replies: &Replies<'_>) {
-        if let Some(refusal) = refusal(replies) {
-            return replies.notice(refusal);
-        }
         match self.session.logout().await {
             Ok(()) => {
                 info!(chat = %self.chat, "Codex logged out");
@@ -66,14 +56,5 @@ impl Actor {
             }
             Err(error) => replies.notice(format!("Codex could not log out: {error}")),
         }
-    }
-}
-
-/// Why this person may not log Codex in or out here, if they may not.
-fn refusal(replies: &Replies<'_>) -> Option<&'static str> {
-    match (replies.private, replies.admin) {
-        (false, _) => Some(PRIVATE_ONLY),
-        (true, false) => Some(ADMINS_ONLY),
-        (true, true) => None,
     }
 }

@@ -25,7 +25,7 @@ use tracing::{error, info, warn};
 
 use super::activity::Activity;
 use super::approvals::{ApprovalIndex, PendingApprovals};
-use super::command::{self, Command, HELP, Input};
+use super::command::{self, Command, CommandSpec, Input};
 use super::replies::Replies;
 use super::texts;
 use crate::chat::{ChatKey, Decision, Inbound};
@@ -177,46 +177,40 @@ impl Actor {
                 replies.notice(texts::too_long(bytes));
             }
             Input::UnknownCommand(name) => replies.notice(texts::unknown_command(name)),
-            Input::Command(Command::Help) => replies.notice(HELP),
-            Input::Command(Command::Status) => replies.notice(self.status().await),
-            Input::Command(Command::Stop) => replies.notice(texts::NOTHING_RUNNING),
-            Input::Command(Command::New) => self.start_over(&replies).await,
-            Input::Command(Command::Compact) => self.compact(&replies).await,
-            Input::Command(Command::Model) => {
-                self.model(&replies, command::argument(&inbound.text)).await
-            }
-            Input::Command(Command::Effort) => {
-                self.effort(&replies, command::argument(&inbound.text))
-                    .await
-            }
-            Input::Command(Command::Cwd) => {
-                self.cwd(&replies, command::argument(&inbound.text)).await
-            }
-            Input::Command(Command::Usage) => self.usage(&replies).await,
-            Input::Command(Command::Threads) => {
-                self.threads(&replies, command::argument(&inbound.text))
-                    .await
-            }
-            Input::Command(Command::Resume) => {
-                self.resume(&replies, command::argument(&inbound.text))
-                    .await
-            }
-            Input::Command(Command::Login) => self.login(&replies).await,
-            Input::Command(Command::Logout) => self.logout(&replies).await,
-            Input::Command(Command::Review) => self.turn(&replies, TurnRequest::Review).await,
-            Input::Command(Command::Get) => {
-                self.get(&replies, command::argument(&inbound.text)).await
-            }
-            Input::Command(Command::Steer) => {
-                self.choose_follow_up(&replies, FollowUp::Steer).await
-            }
-            Input::Command(Command::Queue) => {
-                self.choose_follow_up(&replies, FollowUp::Queue).await
-            }
+            Input::BadArgument(why) => replies.notice(why),
+            Input::Command(spec, command) => self.command(&replies, spec, command).await,
             Input::Text(text) => {
                 let prompt = Prompt::text(text);
                 self.turn(&replies, TurnRequest::Message(&prompt)).await
             }
+        }
+    }
+
+    /// Runs one command, no turn running. Each arm is a call to its handler.
+    async fn command(&mut self, replies: &Replies<'_>, spec: &CommandSpec, command: Command) {
+        if spec.admin_only
+            && let Some(refusal) = texts::admin_refusal(replies.private, replies.admin)
+        {
+            return replies.notice(refusal);
+        }
+        match command {
+            Command::Help => replies.notice(command::help()),
+            Command::Status => replies.notice(self.status().await),
+            Command::Stop => replies.notice(texts::NOTHING_RUNNING),
+            Command::New => self.start_over(replies).await,
+            Command::Compact => self.compact(replies).await,
+            Command::Model(name) => self.model(replies, &name).await,
+            Command::Effort(level) => self.effort(replies, &level).await,
+            Command::Cwd(dir) => self.cwd(replies, &dir).await,
+            Command::Usage => self.usage(replies).await,
+            Command::Threads(page) => self.threads(replies, page).await,
+            Command::Resume(id) => self.resume(replies, &id).await,
+            Command::Login => self.login(replies).await,
+            Command::Logout => self.logout(replies).await,
+            Command::Review => self.turn(replies, TurnRequest::Review).await,
+            Command::Get(path) => self.get(replies, &path).await,
+            Command::Steer => self.choose_follow_up(replies, FollowUp::Steer).await,
+            Command::Queue => self.choose_follow_up(replies, FollowUp::Queue).await,
         }
     }
 
@@ -244,17 +238,15 @@ impl Actor {
         let for_codex = matches!(parsed, Input::Text(_));
         let replies = Replies::to(&inbound);
         let answered = match parsed {
-            Input::Command(Command::Stop) => {
+            Input::Command(_, Command::Stop) => {
                 info!(chat = %self.chat, "stop requested");
                 replies.notice(texts::STOPPING);
                 return true;
             }
-            Input::Command(Command::Status) => {
-                replies.notice(self.status().await);
-                true
-            }
-            Input::Command(Command::Help) => {
-                replies.notice(HELP);
+            Input::Command(spec, command) if spec.during_turn => {
+                // Boxed: a command may follow a turn, and this runs inside one (such
+                // commands start none, so it goes one level deep).
+                Box::pin(self.command(&replies, spec, command)).await;
                 true
             }
             _ if self.queued_messages() >= self.ctx.settings.max_queued => {

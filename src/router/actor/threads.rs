@@ -12,14 +12,8 @@ const PER_PAGE: u32 = 10;
 const SHORT_ID: usize = 8;
 
 impl Actor {
-    pub(super) async fn threads(&mut self, replies: &Replies<'_>, page: &str) {
-        let page = match page {
-            "" => 1,
-            page => match page.parse::<usize>() {
-                Ok(page) if page >= 1 => page,
-                _ => return replies.notice(format!("/threads takes a page number, not {page:?}.")),
-            },
-        };
+    /// Page `page` (from 1) of the threads.
+    pub(super) async fn threads(&mut self, replies: &Replies<'_>, page: usize) {
         let (threads, more) = match self.session.threads(page - 1, PER_PAGE).await {
             Ok(listed) => listed,
             Err(error) => {
