@@ -250,15 +250,13 @@ impl server::Observed for App {
 
     /// One line per Codex server: up or why not, and its live threads.
     async fn details(&self) -> String {
-        let line = |state: &codex::ServerState| {
-            let place = state.url.as_deref().unwrap_or("this machine");
-            match &state.problem {
-                None => format!(
-                    "codex {} ({place}): up, {} live threads\n",
-                    state.name, state.live_threads
-                ),
-                Some(problem) => format!("codex {} ({place}): down: {problem}\n", state.name),
-            }
+        let line = |state: &codex::ServerState| match &state.problem {
+            None => format!(
+                "codex {}: up, {} live threads\n",
+                state.label(),
+                state.live_threads
+            ),
+            Some(problem) => format!("codex {}: down: {problem}\n", state.label()),
         };
         self.ctx.codex.states().iter().map(line).collect()
     }

@@ -48,6 +48,14 @@ pub struct ServerState {
     pub problem: Option<String>,
 }
 
+impl ServerState {
+    /// "a (ws://10.0.0.5:4500)", "local (this machine)": the server and where it is.
+    pub fn label(&self) -> String {
+        let place = self.url.as_deref().unwrap_or("this machine");
+        format!("{} ({place})", self.name)
+    }
+}
+
 /// The first start of each process and the first connection to each worker.
 pub struct Starting(Vec<oneshot::Receiver<Result<(), CodexError>>>);
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::command::MAX_INPUT_BYTES;
 use crate::codex::{CodexError, TurnStatus};
-use crate::config::FollowUp;
+use crate::session::FollowUp;
 use crate::session::SessionError;
 
 pub const EMPTY_MESSAGE: &str = "(empty message ignored)";

@@ -4,10 +4,11 @@
 
 use std::collections::HashSet;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use tracing::warn;
 
-use crate::codex::{AccountState, AppServer, DeviceLogin, PendingLogin, SpawnSpec};
+use crate::codex::{AccountState, AppServer, DeviceLogin, LoginOutcome, PendingLogin, SpawnSpec};
 
 use super::SessionError;
 
@@ -85,6 +86,26 @@ impl super::Session {
     /// Starts Codex's device-code login; the person then enters the code on the page.
     pub async fn start_login(&self) -> Result<(DeviceLogin, PendingLogin), SessionError> {
         Ok(self.server().await?.start_device_login().await?)
+    }
+
+    /// How the device-code login `pending` ends (within `within`); a completed one is
+    /// recorded for the chat's server, so its chats may send messages again. Owns what it
+    /// needs, to be awaited apart from the chat.
+    pub async fn await_login(
+        &self,
+        pending: PendingLogin,
+        within: Duration,
+    ) -> impl Future<Output = LoginOutcome> + Send + 'static {
+        let ctx = self.ctx.clone();
+        let name = self.server_name().await.unwrap_or_default();
+        async move {
+            let server = pending.server().clone();
+            let outcome = pending.completed(within).await;
+            if outcome == LoginOutcome::LoggedIn {
+                ctx.login.refresh(&name, &server).await;
+            }
+            outcome
+        }
     }
 
     pub async fn logout(&self) -> Result<(), SessionError> {

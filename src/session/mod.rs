@@ -12,7 +12,7 @@ use crate::chat::ChatKey;
 use crate::codex::{AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage, UserInput};
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
-use crate::store::{ChatRecord, RetireReason, Role, StoreError, TurnRecord, Usage};
+use crate::store::{RetireReason, Role, StoreError, TurnRecord, Usage};
 
 mod attachments;
 mod choices;
@@ -20,13 +20,18 @@ mod context;
 mod files;
 mod login;
 mod placement;
+mod row;
 mod threads;
 
+/// What a message sent during a turn does: the config's default, or the chat's choice.
+pub use crate::config::FollowUp;
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
 pub use choices::{ChatChoices, Choice, FolderRefusal};
 pub use context::{Context, SessionError, SessionSettings};
 pub use files::{GetRefusal, MAX_FILE_BYTES};
 pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};
+pub use placement::ServerPlace;
+pub use row::ChatRow;
 pub use threads::ThreadMatch;
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
@@ -177,7 +182,7 @@ impl Session {
         &mut self,
         reply: Option<&str>,
         usage: Option<&TokenUsage>,
-    ) -> Result<Option<ChatRecord>, StoreError> {
+    ) -> Result<Option<ChatRow>, StoreError> {
         self.persist_thread().await?;
         let thread_id = self.thread_id().unwrap_or_default();
         let usage = usage.map(stored_usage);
@@ -192,7 +197,7 @@ impl Session {
             .finish_turn(&self.chat, thread_id, turn)
             .await?;
         self.asked.clear();
-        Ok(record)
+        Ok(record.map(ChatRow::from))
     }
 
     /// Records what was asked in a turn that ended without Codex closing it (its
@@ -289,8 +294,8 @@ impl Session {
         Ok(retired)
     }
 
-    pub async fn record(&self) -> Result<Option<ChatRecord>, StoreError> {
-        self.ctx.store.chat(&self.chat).await
+    pub async fn record(&self) -> Result<Option<ChatRow>, StoreError> {
+        Ok(self.ctx.store.chat(&self.chat).await?.map(ChatRow::from))
     }
 
     /// The app-server of the live thread, if there is one.

@@ -1,12 +1,49 @@
 //! Which Codex server holds a chat's thread: chosen once, stored with the thread, and
 //! used ever after, because the thread's rollout lives on that machine.
 
+use std::time::Duration;
+
 use tracing::{info, warn};
 
 use super::{Session, SessionError};
-use crate::codex::AppServer;
+use crate::codex::{AppServer, ServerState};
+
+/// Where a chat's thread runs, for `/status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerPlace {
+    /// The chat has no thread yet; its first one is placed then.
+    NotYet,
+    On(ServerState),
+    /// A server the config no longer names; the next message moves the chat.
+    Gone(String),
+}
 
 impl Session {
+    /// The server holding this chat's thread, and how it is doing.
+    pub async fn server_place(&self) -> ServerPlace {
+        let Some(name) = self.server_name().await else {
+            return ServerPlace::NotYet;
+        };
+        let states = self.ctx.codex.states();
+        match states.into_iter().find(|state| state.name == name) {
+            Some(state) => ServerPlace::On(state),
+            None => ServerPlace::Gone(name),
+        }
+    }
+
+    /// Resolves when the worker `server` (or, with `None`, any server) is reachable
+    /// again, `false` when `within` passed first. Owns what it needs, so the chat's
+    /// actor can answer its mailbox meanwhile.
+    pub fn wait_for_server(
+        &self,
+        server: Option<&str>,
+        within: Duration,
+    ) -> impl Future<Output = bool> + Send + 'static {
+        let ctx = self.ctx.clone();
+        let server = server.map(str::to_owned);
+        async move { ctx.codex.until_reachable(server.as_deref(), within).await }
+    }
+
     /// The app-server for this chat: its live thread's, else the one on the server its
     /// thread lives on, else one on a server chosen now.
     pub(super) async fn server(&self) -> Result<AppServer, SessionError> {

@@ -9,8 +9,8 @@ use crate::hygiene::{self, Action, CompactionOutcome, Observation};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
+use crate::session::ChatRow;
 use crate::session::SessionError;
-use crate::store::ChatRecord;
 
 impl Actor {
     /// `/compact`.
@@ -26,11 +26,11 @@ impl Actor {
 
     /// After a turn: hygiene's decision for the thread, given the chat's row as the turn
     /// left it. It may compact the live thread (gateway mode).
-    pub(super) async fn hygiene(&mut self, replies: &Replies<'_>, record: &ChatRecord) {
+    pub(super) async fn hygiene(&mut self, replies: &Replies<'_>, record: &ChatRow) {
         let seen = Observation {
             context_tokens: record.last_tokens,
             context_window: record.context_window,
-            last_compaction: record.last_compaction(),
+            last_compaction: record.last_compaction,
             idle: std::time::Duration::ZERO,
         };
         let verdict = hygiene::decide(&self.ctx.hygiene, &seen);

@@ -28,14 +28,11 @@ impl Actor {
             login.verification_url, login.user_code
         ));
         let later = replies.later();
-        let ctx = self.ctx.clone();
-        let name = self.session.server_name().await.unwrap_or_default();
+        let completed = self.session.await_login(pending, LOGIN_WAIT).await;
         let chat = self.chat.clone();
         tokio::spawn(async move {
-            let server = pending.server().clone();
-            let text = match pending.completed(LOGIN_WAIT).await {
+            let text = match completed.await {
                 LoginOutcome::LoggedIn => {
-                    ctx.login.refresh(&name, &server).await;
                     info!(%chat, "Codex logged in");
                     "Codex is logged in.".to_owned()
                 }

@@ -9,7 +9,7 @@ use crate::router::command::{self, Input};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
-use crate::session::{Prompt, TurnRequest};
+use crate::session::{ChatRow, Prompt, TurnRequest};
 
 impl Actor {
     /// What a message gives Codex: its text, or its files with their caption. `None` when
@@ -91,11 +91,7 @@ impl Actor {
     }
 
     /// Stores the turn's reply and usage; the chat's row as it now is, for hygiene.
-    async fn record_turn(
-        &mut self,
-        outcome: &TurnOutcome,
-        reply: &str,
-    ) -> Option<crate::store::ChatRecord> {
+    async fn record_turn(&mut self, outcome: &TurnOutcome, reply: &str) -> Option<ChatRow> {
         let reply = (!reply.is_empty()).then_some(reply);
         match self
             .session

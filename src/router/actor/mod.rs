@@ -29,8 +29,7 @@ use super::command::{self, Command, CommandSpec, Input};
 use super::replies::Replies;
 use super::texts;
 use crate::chat::{ChatKey, Decision, Inbound};
-use crate::config::FollowUp;
-use crate::session::{Context, Prompt, Session, SessionError, TurnRequest};
+use crate::session::{Context, FollowUp, Prompt, Session, SessionError, TurnRequest};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),

@@ -2,8 +2,7 @@
 //! message sent during a turn does.
 
 use super::Actor;
-use crate::config::FollowUp;
-use crate::store::ChatRecord;
+use crate::session::{ChatRow, FollowUp, ServerPlace};
 
 impl Actor {
     pub(super) async fn status(&mut self) -> String {
@@ -53,25 +52,21 @@ impl Actor {
 impl Actor {
     /// Where the chat's thread runs, and whether that server is up.
     async fn server_line(&self) -> String {
-        let Some(name) = self.session.server_name().await else {
-            return "chosen when the first thread starts".to_owned();
-        };
-        let states = self.ctx.codex.states();
-        match states.iter().find(|state| state.name == name) {
-            Some(state) => {
-                let place = state.url.as_deref().unwrap_or("this machine");
-                match &state.problem {
-                    None => format!("{name} ({place})"),
-                    Some(problem) => format!("{name} ({place}; down: {problem})"),
-                }
+        match self.session.server_place().await {
+            ServerPlace::NotYet => "chosen when the first thread starts".to_owned(),
+            ServerPlace::On(state) => match &state.problem {
+                None => state.label(),
+                Some(problem) => format!("{}; down: {problem}", state.label()),
+            },
+            ServerPlace::Gone(name) => {
+                format!("{name} (no longer configured; the next message moves the chat)")
             }
-            None => format!("{name} (no longer configured; the next message moves the chat)"),
         }
     }
 }
 
 /// How full the thread's context is, as the latest turn left it.
-pub(super) fn context_line(record: Option<&ChatRecord>) -> String {
+pub(super) fn context_line(record: Option<&ChatRow>) -> String {
     match record.map(|r| (r.last_tokens, r.context_window)) {
         Some((Some(used), Some(limit))) if limit > 0 => {
             format!("Context: {used} / {limit} tokens ({}%)", used * 100 / limit)

@@ -5,10 +5,9 @@ use tracing::{info, warn};
 
 use super::{Actor, ActorMsg};
 use crate::chat::Inbound;
-use crate::config::FollowUp;
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::session::Choice;
+use crate::session::{Choice, FollowUp};
 
 impl Actor {
     /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.

@@ -39,8 +39,7 @@ impl Actor {
         warn!(chat = %self.chat, %error, ?wait, "message waits for its Codex worker");
         self.ctx.metrics.error("codex_unreachable");
         replies.notice(texts::waiting_for_worker(server, reason, wait));
-        let ctx = self.ctx.clone();
-        let back = ctx.codex.until_reachable(server, wait);
+        let back = self.session.wait_for_server(server, wait);
         tokio::pin!(back);
         loop {
             tokio::select! {
