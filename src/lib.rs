@@ -1,6 +1,7 @@
 //! codex-gateway: one Codex thread per chat, kept across everything but `/new`.
 
 pub mod chat;
+pub mod clock;
 pub mod codex;
 pub mod config;
 pub mod deadline;

@@ -2,6 +2,7 @@
 
 use tracing::{info, warn};
 
+use super::texts;
 use crate::chat::{ActionKind, ApprovalPrompt, Decision};
 use crate::router::Router;
 
@@ -27,17 +28,17 @@ impl ApprovalCard {
     pub fn of(prompt: &ApprovalPrompt) -> Self {
         let (title, body) = match prompt.action {
             ActionKind::Command => (
-                "Codex asks to run a command:",
+                texts::ASKS_TO_RUN,
                 prompt
                     .command
                     .clone()
-                    .unwrap_or_else(|| "(no command given)".into()),
+                    .unwrap_or_else(|| texts::NO_COMMAND_GIVEN.into()),
             ),
             ActionKind::FileChange if prompt.files.is_empty() => {
-                ("Codex asks to change files:", "(no file list given)".into())
+                (texts::ASKS_TO_CHANGE, texts::NO_FILES_GIVEN.into())
             }
             ActionKind::FileChange => (
-                "Codex asks to change files:",
+                texts::ASKS_TO_CHANGE,
                 prompt
                     .files
                     .iter()
@@ -48,19 +49,16 @@ impl ApprovalCard {
         };
         let mut details = Vec::new();
         if let Some(cwd) = &prompt.cwd {
-            details.push(format!("in {}", visible(cwd)));
+            details.push(texts::approval_folder(&visible(cwd)));
         }
         if let Some(root) = &prompt.grant_root {
-            details.push(format!(
-                "and asks to write anywhere under {} (outside the workspace) for the rest of the session",
-                visible(root)
-            ));
+            details.push(texts::approval_grant_root(&visible(root)));
         }
         if let Some(reason) = &prompt.reason {
-            details.push(format!("Reason: {}", visible(reason)));
+            details.push(texts::approval_reason(&visible(reason)));
         }
         if prompt.decisions.is_empty() {
-            details.push("Codex offers no decision the bot can give; it will be refused.".into());
+            details.push(texts::NO_DECISION_OFFERED.into());
         }
         ApprovalCard {
             title: title.into(),
@@ -84,10 +82,7 @@ impl ApprovalCard {
 
     /// The line under the title when the prompt is attached instead of shown.
     pub fn attached_note(&self) -> String {
-        format!(
-            "The full request ({} characters) is in the attached {ATTACHMENT_NAME}: read it before you decide.",
-            self.body.chars().count()
-        )
+        texts::approval_attached(self.body.chars().count(), ATTACHMENT_NAME)
     }
 }
 
@@ -167,23 +162,20 @@ pub enum Pressed {
 /// Handles a press of an approval button (`data` as the platform delivered it).
 pub async fn press(router: &Router, data: &str, presser: Presser<'_>) -> Pressed {
     let Some((id, decision)) = parse_button_data(data) else {
-        return Pressed::Unknown("This button is not known to the bot.".into());
+        return Pressed::Unknown(texts::UNKNOWN_BUTTON.into());
     };
     if !presser.allowed {
         warn!(
             user_id = presser.id,
             id, "refused an approval from a user who is not allowed"
         );
-        return Pressed::Refused(format!(
-            "You (user id {}) are not allowed to decide this.",
-            presser.id
-        ));
+        return Pressed::Refused(texts::may_not_decide(presser.id));
     }
     if router.decide_approval(id, decision).await {
         info!(user_id = presser.id, id, ?decision, "approval decided");
-        Pressed::Settled(format!("{} by {}", decision.label(), presser.name))
+        Pressed::Settled(texts::decided(decision.label(), presser.name))
     } else {
-        Pressed::Settled("No longer pending (answered, timed out, or the turn ended).".into())
+        Pressed::Settled(texts::NO_LONGER_PENDING.into())
     }
 }
 

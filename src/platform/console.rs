@@ -4,6 +4,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tracing::warn;
 
+use super::texts;
 use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
 use crate::router::Router;
 
@@ -45,9 +46,7 @@ async fn read_messages(
                 line = error.into_bytes();
                 let _ = outbox.send(Outbound {
                     chat: chat.clone(),
-                    kind: OutboundKind::Notice(format!(
-                        "Line {number} is not valid UTF-8 text; it was skipped."
-                    )),
+                    kind: OutboundKind::Notice(texts::console_not_utf8(number)),
                 });
                 continue;
             }

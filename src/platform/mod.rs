@@ -10,6 +10,7 @@ pub mod mention;
 pub mod refusals;
 pub mod retry;
 pub mod telegram;
+mod texts;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::command::MAX_INPUT_BYTES;
-use crate::codex::{CodexError, TurnStatus};
+use crate::codex::{CodexError, ModelInfo, RateLimitWindow, ThreadSummary, TurnStatus};
 use crate::session::FollowUp;
 use crate::session::SessionError;
 
@@ -198,6 +198,330 @@ pub fn human_duration(duration: Duration) -> String {
     }
 }
 
+// /model, /effort, /cwd and /usage.
+
+pub fn models_unlisted(error: &impl std::fmt::Display) -> String {
+    format!("Codex did not list its models: {error}")
+}
+
+pub fn choices_unreadable(error: &impl std::fmt::Display) -> String {
+    format!("Your choices cannot be read: {error}")
+}
+
+pub fn choice_unstored(error: &impl std::fmt::Display) -> String {
+    format!("Your choice cannot be stored: {error}")
+}
+
+/// A refusal that left everything as it was.
+pub fn nothing_changed(refusal: &impl std::fmt::Display) -> String {
+    format!("{refusal}; nothing changed.")
+}
+
+/// The model a chat uses when neither it nor the config chose one and Codex names none.
+pub const CODEX_DEFAULT_MODEL: &str = "Codex's default";
+
+pub fn model_listing(current: &str, names: &str) -> String {
+    format!("Model: {current}\nChoices: {names}\nSay /model NAME to switch from the next turn on.")
+}
+
+pub fn no_such_model(name: &str, names: &str) -> String {
+    format!("There is no model {name} here; nothing changed. Choices: {names}")
+}
+
+pub fn model_chosen(model: &str) -> String {
+    format!("This chat uses {model} from the next turn on.")
+}
+
+/// Added to `model_chosen` when the chosen effort does not fit the new model.
+pub fn effort_dropped(effort: &str) -> String {
+    format!(" It has no {effort} effort, so the model's default applies.")
+}
+
+pub fn no_efforts(model: &str) -> String {
+    format!("Codex lists no efforts for the model {model}.")
+}
+
+pub fn effort_listing(current: Option<&str>, model: &str, levels: &str) -> String {
+    let current = current.unwrap_or("the model's default");
+    format!(
+        "Reasoning effort: {current}\nChoices for {model}: {levels}\nSay /effort LEVEL to switch from the next turn on."
+    )
+}
+
+pub fn no_such_effort(model: &str, level: &str, levels: &str) -> String {
+    format!("{model} has no {level} effort; nothing changed. Choices: {levels}")
+}
+
+pub fn effort_chosen(level: &str) -> String {
+    format!("This chat uses {level} effort from the next turn on.")
+}
+
+/// `/cwd` in a chat whose folder the config fixes; `asked` whether it was only shown.
+pub fn fixed_folder(folder: &str, shown_only: bool) -> String {
+    match shown_only {
+        true => format!("Folder: {folder} (fixed for this chat by codex.chat_folders)"),
+        false => format!(
+            "This chat's folder is fixed to {folder} by codex.chat_folders; nothing changed."
+        ),
+    }
+}
+
+pub fn folder_listing(folder: &str, roots: &[String]) -> String {
+    let roots = match roots.is_empty() {
+        true => "none (set [codex] project_roots to allow moving)".to_owned(),
+        false => roots.join(", "),
+    };
+    format!("Folder: {folder}\nProject roots: {roots}")
+}
+
+pub fn folder_chosen(folder: &str) -> String {
+    format!("This chat works in {folder} from the next turn on.")
+}
+
+pub const NO_RATE_LIMITS: &str = "Codex reports no rate limits for this login (an API key or a \
+     custom model provider has none).";
+pub const NO_RATE_LIMIT_WINDOWS: &str = "Codex reports no rate-limit windows yet.";
+
+pub fn rate_limits_unread(error: &impl std::fmt::Display) -> String {
+    format!("Codex did not say its rate limits: {error}")
+}
+
+/// The models a person may pick, the default marked.
+pub fn model_names(models: &[ModelInfo]) -> String {
+    let shown: Vec<String> = models
+        .iter()
+        .filter(|m| !m.hidden)
+        .map(|m| match m.is_default {
+            true => format!("{} (default)", m.id),
+            false => m.id.clone(),
+        })
+        .collect();
+    match shown.is_empty() {
+        true => "none listed".into(),
+        false => shown.join(", "),
+    }
+}
+
+/// "5-hour window: 42% used, resets in 2 h 10 min".
+pub fn window_line(window: &RateLimitWindow, now: i64) -> String {
+    let name = match window.window_duration_mins {
+        Some(300) => "5-hour window".to_owned(),
+        Some(10_080) => "Weekly window".to_owned(),
+        Some(minutes) if minutes % 60 == 0 => format!("{}-hour window", minutes / 60),
+        Some(minutes) => format!("{minutes}-minute window"),
+        None => "Window".to_owned(),
+    };
+    let resets = match window.resets_at {
+        Some(at) => format!(", resets in {}", duration_words((at - now).max(0))),
+        None => String::new(),
+    };
+    format!("{name}: {}% used{resets}", window.used_percent)
+}
+
+/// "2 h 10 min", "3 d 4 h", "45 s".
+pub fn duration_words(seconds: i64) -> String {
+    let (days, hours, minutes) = (
+        seconds / 86_400,
+        seconds % 86_400 / 3600,
+        seconds % 3600 / 60,
+    );
+    match (days, hours, minutes) {
+        (0, 0, 0) => format!("{seconds} s"),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
+// /threads and /resume.
+
+pub fn threads_unlisted(error: &impl std::fmt::Display) -> String {
+    format!("Codex did not list its threads: {error}")
+}
+
+pub fn no_threads_on(page: usize) -> String {
+    format!("No threads on page {page}.")
+}
+
+/// Page `page` of the threads, a line each, and how to go on.
+pub fn thread_listing(page: usize, lines: &[String], more: bool) -> String {
+    let next = match more {
+        true => format!(
+            "/resume ID continues one here; /threads {} shows more.",
+            page + 1
+        ),
+        false => "/resume ID continues one here.".to_owned(),
+    };
+    format!(
+        "Threads, newest first (page {page}):\n{}\n{next}",
+        lines.join("\n")
+    )
+}
+
+/// "019a2b3c  fix the parser  2 h ago  /home/me/app".
+pub fn thread_line(thread: &ThreadSummary, now: i64, id_chars: usize) -> String {
+    let short: String = thread.id.chars().take(id_chars).collect();
+    let age = duration_words((now - thread.updated_at).max(0));
+    format!(
+        "{short}  {}  {age} ago  {}",
+        thread_title(thread),
+        thread.cwd
+    )
+}
+
+/// The thread's name, else the first words of its first message.
+pub fn thread_title(thread: &ThreadSummary) -> String {
+    let text = thread.name.as_deref().unwrap_or(&thread.preview);
+    let words: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match words.chars().count() > 48 {
+        true => format!("{}…", words.chars().take(47).collect::<String>()),
+        false if words.is_empty() => "(no messages)".into(),
+        false => words,
+    }
+}
+
+pub const RESUME_WHICH: &str = "Say which thread: /resume ID (see /threads).";
+
+pub fn no_thread(id: &str) -> String {
+    format!("No thread {id} found; nothing changed.")
+}
+
+pub fn several_threads(id: &str, ids: &[String]) -> String {
+    format!(
+        "{id} matches several threads ({}); give more of the id.",
+        ids.join(", ")
+    )
+}
+
+pub fn resumed(id: &str, title: &str) -> String {
+    format!("This chat continues thread {id} ({title}) from the next message on.")
+}
+
+// /get and the files a turn wrote.
+
+pub const GET_WHICH: &str = "Say which file: /get PATH (relative to this chat's folder).";
+
+pub fn nothing_sent(refusal: &impl std::fmt::Display) -> String {
+    format!("{refusal}; nothing sent.")
+}
+
+pub fn files_offered(paths: &[String]) -> String {
+    let hints: Vec<String> = paths.iter().map(|path| format!("/get {path}")).collect();
+    format!("Files from this turn:\n{}", hints.join("\n"))
+}
+
+// /login and /logout.
+
+pub fn login_unstarted(error: &impl std::fmt::Display) -> String {
+    format!("Codex's login could not start: {error}")
+}
+
+pub fn login_code(url: &str, code: &str) -> String {
+    format!(
+        "To log Codex in, open {url} and enter the code {code}. I will say here when it is done."
+    )
+}
+
+pub const LOGGED_IN: &str = "Codex is logged in.";
+pub const LOGIN_EXPIRED: &str = "The login code expired unused; send /login to try again.";
+
+pub fn login_failed(reason: &str) -> String {
+    format!("Codex's login failed: {reason}")
+}
+
+pub const LOGGED_OUT: &str = "Codex is logged out; /login logs it in again.";
+
+pub fn logout_failed(error: &impl std::fmt::Display) -> String {
+    format!("Codex could not log out: {error}")
+}
+
+// /status.
+
+pub fn status_unavailable(error: &impl std::fmt::Display) -> String {
+    format!("Status unavailable: {error}")
+}
+
+/// The chat's thread, as `/status` names it.
+pub enum ThreadState {
+    Live(String),
+    Stored(String),
+    None,
+}
+
+/// What `/status` says.
+pub struct StatusFacts {
+    pub chat: String,
+    pub thread: ThreadState,
+    pub server: String,
+    /// Turns, the context line and the thread's tokens, once the chat has a row.
+    pub usage: Option<(i64, String, Option<i64>)>,
+    pub folder: Option<String>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub follow_up: FollowUp,
+}
+
+pub fn status(facts: &StatusFacts) -> String {
+    let thread = match &facts.thread {
+        ThreadState::Live(id) => format!("{id} (live)"),
+        ThreadState::Stored(id) => format!("{id} (stored; resumed on the next message)"),
+        ThreadState::None => "none yet (the next message starts one)".to_owned(),
+    };
+    let mut lines = vec![
+        format!("Chat: {}", facts.chat),
+        format!("Thread: {thread}"),
+        format!("Codex server: {}", facts.server),
+    ];
+    if let Some((turns, context, total)) = &facts.usage {
+        lines.push(format!("Turns: {turns}"));
+        lines.push(context.clone());
+        if let Some(total) = total {
+            lines.push(format!("Tokens used by this thread: {total}"));
+        }
+    }
+    let folder = facts.folder.as_deref();
+    let folder = folder.unwrap_or("set when the first thread starts");
+    lines.push(format!("Working directory: {folder}"));
+    let model = facts
+        .model
+        .as_deref()
+        .unwrap_or("Codex's configured default");
+    lines.push(format!("Model: {model}"));
+    let effort = facts.effort.as_deref().unwrap_or("the model's default");
+    lines.push(format!("Reasoning effort: {effort}"));
+    let follow_up = match facts.follow_up {
+        FollowUp::Steer => "join the running turn (/queue to make them wait)",
+        FollowUp::Queue => "wait for the running turn (/steer to add them to it)",
+    };
+    lines.push(format!("Messages sent while Codex works: {follow_up}"));
+    lines.join("\n")
+}
+
+pub const SERVER_NOT_YET: &str = "chosen when the first thread starts";
+
+/// A server's label, and why it is down if it is.
+pub fn server_state(label: &str, problem: Option<&str>) -> String {
+    match problem {
+        None => label.to_owned(),
+        Some(problem) => format!("{label}; down: {problem}"),
+    }
+}
+
+pub fn server_gone(name: &str) -> String {
+    format!("{name} (no longer configured; the next message moves the chat)")
+}
+
+/// How full the thread's context is, as the latest turn left it.
+pub fn context_use(used: Option<i64>, window: Option<i64>) -> String {
+    match (used, window) {
+        (Some(used), Some(limit)) if limit > 0 => {
+            format!("Context: {used} / {limit} tokens ({}%)", used * 100 / limit)
+        }
+        (Some(used), _) => format!("Context: {used} tokens"),
+        _ => "Context: no usage reported yet".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +543,56 @@ mod tests {
         assert_eq!(human_duration(Duration::from_secs(1)), "1 second");
         assert_eq!(human_duration(Duration::from_secs(90)), "90 seconds");
         assert_eq!(human_duration(Duration::from_secs(1800)), "30 minutes");
+    }
+
+    #[test]
+    fn windows_read_in_words() {
+        let window = |minutes, used, resets_in: i64| RateLimitWindow {
+            used_percent: used,
+            resets_at: Some(1_000 + resets_in),
+            window_duration_mins: Some(minutes),
+        };
+        let cases = [
+            (
+                window(300, 42, 7_800),
+                "5-hour window: 42% used, resets in 2 h 10 min",
+            ),
+            (
+                window(10_080, 5, 280_800),
+                "Weekly window: 5% used, resets in 3 d 6 h",
+            ),
+            (
+                window(60, 100, 30),
+                "1-hour window: 100% used, resets in 30 s",
+            ),
+            (
+                window(90, 1, -5),
+                "90-minute window: 1% used, resets in 0 s",
+            ),
+        ];
+        for (window, expected) in cases {
+            assert_eq!(window_line(&window, 1_000), expected);
+        }
+    }
+
+    #[test]
+    fn a_thread_line_shows_short_id_title_age_and_folder() {
+        let thread = ThreadSummary {
+            id: "019a2b3c-dead-beef".into(),
+            preview: "read file\nnotes.txt please and then tell me everything about what it says"
+                .into(),
+            name: None,
+            updated_at: 1_000,
+            cwd: "/w/app".into(),
+        };
+        assert_eq!(
+            thread_line(&thread, 1_000 + 7_800, 8),
+            "019a2b3c  read file notes.txt please and then tell me eve…  2 h 10 min ago  /w/app"
+        );
+        let named = ThreadSummary {
+            name: Some("Parser fix".into()),
+            ..thread
+        };
+        assert_eq!(thread_title(&named), "Parser fix");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use sqlx::Connection;
 use sqlx::sqlite::{
@@ -54,11 +54,7 @@ pub struct Store {
     turns: tokio::sync::mpsc::UnboundedSender<turns::Job>,
 }
 
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
+use crate::clock::unix_now as now;
 
 /// Every chat's transcript is in the database: readable by the gateway's user only. The
 /// file is created (or tightened) to 0600 before SQLite opens it; SQLite gives its WAL and

@@ -28,6 +28,7 @@ use super::approvals::{self, Pressed, Presser};
 use super::choices;
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
+use super::texts;
 use crate::chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform};
 use crate::config::{DiscordConfig, is_admin};
 use crate::platform;
@@ -345,10 +346,7 @@ impl Intake {
         let http = &self.rest;
         let roles = member_roles(command.member.as_deref());
         if !inbound::is_allowed(&self.config, command.user.id.get(), &roles) {
-            let refusal = format!(
-                "You (user id {}) are not allowed to use this bot.",
-                command.user.id
-            );
+            let refusal = texts::command_refusal(command.user.id.get());
             return respond(command.create_response(http, ephemeral(&refusal))).await;
         }
         // Dispatched first, so the command keeps its place before later messages; its
@@ -413,10 +411,7 @@ struct Author {
 }
 
 fn refusal(user_id: u64) -> String {
-    format!(
-        "Sorry, you are not allowed to use this bot. Your Discord user id is {user_id}; \
-         the bot's owner can add it to discord.allowed_users."
-    )
+    texts::stranger_refusal("Discord", "discord.allowed_users", user_id)
 }
 
 fn chat_key(channel: ChannelId) -> ChatKey {

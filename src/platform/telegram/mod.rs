@@ -32,6 +32,7 @@ use crate::platform::choices;
 use crate::platform::delivery::Pace;
 use crate::platform::intake::{IntakeHealth, keep_running};
 use crate::platform::refusals::Refusals;
+use crate::platform::texts;
 use crate::router::{Router, command};
 use crate::store::Store;
 use inbound::Origin;
@@ -299,8 +300,7 @@ async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: 
     }
     let files = attachments::of(&shared.file_bot, &message);
     if text.is_none() && files.is_empty() {
-        let hint = "I can read text, photos, files and voice notes, but not this kind of \
-                    message: please send your request as text.";
+        let hint = texts::UNREADABLE_KIND;
         tokio::spawn(delivery::send_plain(
             shared.api.clone(),
             target,
@@ -377,10 +377,7 @@ fn refuse(shared: &Shared, target: Target, user_id: u64) {
 }
 
 fn refusal(user_id: u64) -> String {
-    format!(
-        "Sorry, you are not allowed to use this bot. Your Telegram user id is {user_id}; \
-         the bot's owner can add it to telegram.allowed_users."
-    )
+    texts::stranger_refusal("Telegram", "telegram.allowed_users", user_id)
 }
 
 /// A choice button (its presser sends the command it stands for, in the button's chat),

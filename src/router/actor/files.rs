@@ -7,6 +7,7 @@ use tracing::info;
 
 use super::Actor;
 use crate::router::replies::Replies;
+use crate::router::texts;
 
 /// Files offered under one reply, at most.
 const MAX_OFFERED: usize = 10;
@@ -14,14 +15,14 @@ const MAX_OFFERED: usize = 10;
 impl Actor {
     pub(super) async fn get(&mut self, replies: &Replies<'_>, path: &str) {
         if path.is_empty() {
-            return replies.notice("Say which file: /get PATH (relative to this chat's folder).");
+            return replies.notice(texts::GET_WHICH);
         }
         match self.session.file(path).await {
             Ok((name, bytes)) => {
                 info!(chat = %self.chat, bytes = bytes.len(), "file sent");
                 replies.file(name, bytes);
             }
-            Err(refusal) => replies.notice(format!("{refusal}; nothing sent.")),
+            Err(refusal) => replies.notice(texts::nothing_sent(&refusal)),
         }
     }
 
@@ -35,9 +36,7 @@ impl Actor {
         if offered.is_empty() {
             return;
         }
-        let hints: Vec<String> = offered.iter().map(|path| format!("/get {path}")).collect();
-        let text = format!("Files from this turn:\n{}", hints.join("\n"));
-        replies.choices(text, "get", offered);
+        replies.choices(texts::files_offered(&offered), "get", offered);
     }
 }
 

@@ -8,6 +8,7 @@ use tracing::{info, warn};
 use super::Actor;
 use crate::codex::LoginOutcome;
 use crate::router::replies::Replies;
+use crate::router::texts;
 
 /// How long a device code is waited on (OpenAI's codes last 15 minutes).
 const LOGIN_WAIT: Duration = Duration::from_secs(15 * 60);
@@ -19,14 +20,11 @@ impl Actor {
             Ok(started) => started,
             Err(error) => {
                 warn!(chat = %self.chat, %error, "device-code login could not start");
-                return replies.notice(format!("Codex's login could not start: {error}"));
+                return replies.notice(texts::login_unstarted(&error));
             }
         };
         info!(chat = %self.chat, "device-code login started");
-        replies.notice(format!(
-            "To log Codex in, open {} and enter the code {}. I will say here when it is done.",
-            login.verification_url, login.user_code
-        ));
+        replies.notice(texts::login_code(&login.verification_url, &login.user_code));
         let later = replies.later();
         let completed = self.session.await_login(pending, LOGIN_WAIT).await;
         let chat = self.chat.clone();
@@ -34,12 +32,10 @@ impl Actor {
             let text = match completed.await {
                 LoginOutcome::LoggedIn => {
                     info!(%chat, "Codex logged in");
-                    "Codex is logged in.".to_owned()
+                    texts::LOGGED_IN.to_owned()
                 }
-                LoginOutcome::Failed(reason) => format!("Codex's login failed: {reason}"),
-                LoginOutcome::TimedOut => {
-                    "The login code expired unused; send /login to try again.".to_owned()
-                }
+                LoginOutcome::Failed(reason) => texts::login_failed(&reason),
+                LoginOutcome::TimedOut => texts::LOGIN_EXPIRED.to_owned(),
             };
             later.send(text);
         });
@@ -49,9 +45,9 @@ impl Actor {
         match self.session.logout().await {
             Ok(()) => {
                 info!(chat = %self.chat, "Codex logged out");
-                replies.notice("Codex is logged out; /login logs it in again.")
+                replies.notice(texts::LOGGED_OUT)
             }
-            Err(error) => replies.notice(format!("Codex could not log out: {error}")),
+            Err(error) => replies.notice(texts::logout_failed(&error)),
         }
     }
 }
