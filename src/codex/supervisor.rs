@@ -1,4 +1,7 @@
-//! A pool of app-server processes, each kept running: a dead one is restarted with backoff.
+//! Every Codex server of the gateway: this machine's pool of app-server processes (the
+//! server `local`), each kept running and restarted with backoff when it dies or wedges,
+//! and the remote workers (`workers.rs`); new chats are placed on the reachable server with
+//! the fewest live threads.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;

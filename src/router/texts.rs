@@ -459,6 +459,8 @@ pub struct StatusFacts {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub follow_up: FollowUp,
+    /// The rate-limit windows Codex last reported during a turn, a line each.
+    pub rate_limits: Vec<String>,
 }
 
 pub fn status(facts: &StatusFacts) -> String {
@@ -494,6 +496,9 @@ pub fn status(facts: &StatusFacts) -> String {
         FollowUp::Queue => "wait for the running turn (/steer to add them to it)",
     };
     lines.push(format!("Messages sent while Codex works: {follow_up}"));
+    if !facts.rate_limits.is_empty() {
+        lines.push(format!("Rate limits: {}", facts.rate_limits.join("; ")));
+    }
     lines.join("\n")
 }
 
@@ -594,5 +599,44 @@ mod tests {
             ..thread
         };
         assert_eq!(thread_title(&named), "Parser fix");
+    }
+
+    #[test]
+    fn status_names_everything_and_the_known_rate_limits() {
+        let facts = StatusFacts {
+            chat: "telegram:1".into(),
+            thread: ThreadState::Stored("t1".into()),
+            server: "local (this machine)".into(),
+            usage: Some((3, context_use(Some(500), Some(1000)), Some(1200))),
+            folder: None,
+            model: Some("m1".into()),
+            effort: None,
+            follow_up: FollowUp::Queue,
+            rate_limits: vec![
+                "5-hour window: 42% used".into(),
+                "Weekly window: 5% used".into(),
+            ],
+        };
+        let text = status(&facts);
+        for line in [
+            "Chat: telegram:1",
+            "Thread: t1 (stored; resumed on the next message)",
+            "Codex server: local (this machine)",
+            "Turns: 3",
+            "Context: 500 / 1000 tokens (50%)",
+            "Tokens used by this thread: 1200",
+            "Working directory: set when the first thread starts",
+            "Model: m1",
+            "Reasoning effort: the model's default",
+            "Messages sent while Codex works: wait for the running turn",
+            "Rate limits: 5-hour window: 42% used; Weekly window: 5% used",
+        ] {
+            assert!(text.contains(line), "{line:?} not in {text}");
+        }
+        let quiet = status(&StatusFacts {
+            rate_limits: Vec::new(),
+            ..facts
+        });
+        assert!(!quiet.contains("Rate limits"), "{quiet}");
     }
 }

@@ -1,5 +1,5 @@
-//! `/get`: a file from the chat's folder, read by the app-server (as Codex's user, on
-//! Codex's machine), never from outside that folder.
+//! `/get`: a file from the chat's folder, resolved and read by the chat's app-server (as
+//! Codex's user, on Codex's machine, which may be a worker), never from outside that folder.
 
 use std::path::{Path, PathBuf};
 

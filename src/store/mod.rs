@@ -137,8 +137,15 @@ impl Store {
 
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn chat(&self, chat: &ChatKey) -> Result<Option<ChatRecord>, StoreError> {
-        let mut connection = self.pool.acquire().await?;
-        select_chat(&mut connection, chat).await
+        let row = sqlx::query_as::<_, ChatRecord>(
+            "SELECT thread_id, codex_server, cwd, turns, last_tokens, total_tokens, context_window,
+                    last_compaction, last_compaction_turn
+             FROM chats WHERE chat_key = ?",
+        )
+        .bind(chat.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
     }
 
     /// Makes `thread_id` the chat's thread; a replaced thread moves to the history in
@@ -318,21 +325,6 @@ impl Store {
             .map(|(id, reason)| Ok((id, RetireReason::parse(&reason)?)))
             .collect()
     }
-}
-
-async fn select_chat(
-    connection: &mut sqlx::SqliteConnection,
-    chat: &ChatKey,
-) -> Result<Option<ChatRecord>, StoreError> {
-    let row = sqlx::query_as::<_, ChatRecord>(
-        "SELECT thread_id, codex_server, cwd, turns, last_tokens, total_tokens, context_window,
-                last_compaction, last_compaction_turn
-         FROM chats WHERE chat_key = ?",
-    )
-    .bind(chat.to_string())
-    .fetch_optional(connection)
-    .await?;
-    Ok(row)
 }
 
 async fn insert_history(

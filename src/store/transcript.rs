@@ -15,8 +15,13 @@ impl Store {
         thread_id: &str,
         lines: &[(Role, &str)],
     ) -> Result<(), StoreError> {
+        let key = chat.to_string();
+        let lines: Vec<Line> = lines
+            .iter()
+            .map(|(role, text)| (key.as_str(), thread_id, *role, *text))
+            .collect();
         let mut connection = self.pool.acquire().await?;
-        insert_transcript_lines(&mut connection, chat, thread_id, lines).await
+        insert_lines(&mut connection, &lines, now()).await
     }
 
     /// The last `limit` transcript entries of the chat's current conversation
@@ -47,22 +52,23 @@ impl Store {
     }
 }
 
-/// Appends `lines`, in order, in one statement.
-pub(super) async fn insert_transcript_lines(
+/// One transcript line: chat key, thread id, who said it, what.
+pub(super) type Line<'a> = (&'a str, &'a str, Role, &'a str);
+
+/// Appends `lines` (of any chats), in order, in one statement, all said `at`.
+pub(super) async fn insert_lines(
     connection: &mut sqlx::SqliteConnection,
-    chat: &ChatKey,
-    thread_id: &str,
-    lines: &[(Role, &str)],
+    lines: &[Line<'_>],
+    at: i64,
 ) -> Result<(), StoreError> {
     if lines.is_empty() {
         return Ok(());
     }
-    let (key, at) = (chat.to_string(), now());
     let mut insert =
         sqlx::QueryBuilder::new("INSERT INTO transcript (chat_key, thread_id, role, text, at) ");
-    insert.push_values(lines, |mut row, (role, text)| {
-        row.push_bind(&key)
-            .push_bind(thread_id)
+    insert.push_values(lines, |mut row, (key, thread_id, role, text)| {
+        row.push_bind(*key)
+            .push_bind(*thread_id)
             .push_bind(role.name())
             .push_bind(*text)
             .push_bind(at);

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::error;
 
 use super::records::{ChatRecord, Role, Usage};
-use super::stored::Stored;
+use super::transcript::{Line, insert_lines};
 use super::{StoreError, now};
 
 /// Most turns in one commit; well within SQLite's limit of bound values per statement.
@@ -89,23 +89,15 @@ async fn write_together(
     let at = now();
     let mut connection = pool.acquire().await?;
     let mut tx = connection.begin().await?;
-    let lines: Vec<(&FinishedTurn, &(Role, String))> = batch
+    let lines: Vec<Line> = batch
         .iter()
-        .flat_map(|turn| turn.lines.iter().map(move |line| (turn, line)))
+        .flat_map(|turn| {
+            let (key, thread) = (turn.chat_key.as_str(), turn.thread_id.as_str());
+            let said = turn.lines.iter();
+            said.map(move |(role, text)| (key, thread, *role, text.as_str()))
+        })
         .collect();
-    if !lines.is_empty() {
-        let mut insert = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO transcript (chat_key, thread_id, role, text, at) ",
-        );
-        insert.push_values(&lines, |mut row, (turn, (role, text))| {
-            row.push_bind(&turn.chat_key)
-                .push_bind(&turn.thread_id)
-                .push_bind(role.name())
-                .push_bind(text)
-                .push_bind(at);
-        });
-        insert.build().execute(&mut *tx).await?;
-    }
+    insert_lines(&mut tx, &lines, at).await?;
     // `column1`…: the names SQLite gives a VALUES list's columns.
     let mut update = QueryBuilder::<Sqlite>::new(
         "UPDATE chats SET turns = turns + 1,

@@ -246,11 +246,7 @@ impl Intake {
             return;
         }
         let user_id = message.author.id.get();
-        let roles: Vec<u64> = message
-            .member
-            .as_ref()
-            .map(|m| m.roles.iter().map(|r| r.get()).collect())
-            .unwrap_or_default();
+        let roles = role_ids(message.member.as_ref().map(|m| m.roles.as_slice()));
         if !inbound::is_allowed(&self.config, user_id, &roles) {
             let channel = message.channel_id;
             // Only a DM is told why; in channels strangers are ignored.
@@ -344,7 +340,7 @@ impl Intake {
 
     async fn on_command(&self, command: CommandInteraction) {
         let http = &self.rest;
-        let roles = member_roles(command.member.as_deref());
+        let roles = role_ids(command.member.as_deref().map(|m| m.roles.as_slice()));
         if !inbound::is_allowed(&self.config, command.user.id.get(), &roles) {
             let refusal = texts::command_refusal(command.user.id.get());
             return respond(command.create_response(http, ephemeral(&refusal))).await;
@@ -372,7 +368,7 @@ impl Intake {
     /// who decided.
     async fn on_button(&self, button: ComponentInteraction) {
         let http = &self.rest;
-        let roles = member_roles(button.member.as_ref());
+        let roles = role_ids(button.member.as_ref().map(|m| m.roles.as_slice()));
         if let Some(text) = choices::pressed(&button.data.custom_id) {
             if !inbound::is_allowed(&self.config, button.user.id.get(), &roles) {
                 let refusal = refusal(button.user.id.get());
@@ -418,10 +414,9 @@ fn chat_key(channel: ChannelId) -> ChatKey {
     ChatKey::new(Platform::Discord, channel.get().to_string())
 }
 
-fn member_roles(member: Option<&serenity::all::Member>) -> Vec<u64> {
-    member
-        .map(|m| m.roles.iter().map(|r| r.get()).collect())
-        .unwrap_or_default()
+/// A member's role ids (from a message's partial member or an interaction's member).
+fn role_ids(roles: Option<&[serenity::all::RoleId]>) -> Vec<u64> {
+    roles.map_or_else(Vec::new, |roles| roles.iter().map(|r| r.get()).collect())
 }
 
 fn ephemeral(text: &str) -> CreateInteractionResponse {

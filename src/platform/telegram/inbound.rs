@@ -1,5 +1,5 @@
-//! Reading Telegram messages: who may talk, when the bot is addressed, which chat key a
-//! message belongs to, and the approval buttons' data. Pure functions.
+//! Reading Telegram messages: who may talk, when the bot is addressed and which chat key
+//! a message belongs to (and back: where a chat key's answers go). Pure functions.
 
 use crate::chat::{ChatKey, Platform};
 use crate::config::GroupThreads;

@@ -24,6 +24,16 @@ impl Actor {
             cwd.filter(|cwd| !cwd.is_empty())
         });
         let model = choices.model.or_else(|| self.ctx.settings.model.clone());
+        let limits = self.session.known_rate_limits();
+        let windows = limits
+            .map(|l| [l.primary, l.secondary])
+            .into_iter()
+            .flatten();
+        let now = crate::clock::unix_now();
+        let rate_limits = windows
+            .flatten()
+            .map(|window| texts::window_line(&window, now))
+            .collect();
         texts::status(&texts::StatusFacts {
             chat: self.chat.to_string(),
             thread,
@@ -35,6 +45,7 @@ impl Actor {
             model,
             effort: choices.effort,
             follow_up: self.session.follow_up(),
+            rate_limits,
         })
     }
 }
