@@ -145,20 +145,24 @@ pub struct AnswerSlot(pub u64);
 pub enum OutboundKind {
     /// The agent's answer to a turn.
     Reply(String),
-    /// A short line about tool activity while a turn runs.
+    /// A line about what the running turn does (a command, commentary, the plan), for
+    /// platforms that show a log rather than a status message (the console).
     Progress(String),
     /// A message from the gateway itself (command results, errors, warnings).
     Notice(String),
-    /// The reply so far, while Codex streams it (platforms that edit a message show it).
-    Partial(String),
+    /// The running turn's live status (elapsed time, what Codex does now, commands and
+    /// files so far, its plan): the whole text each time, one message edited in place
+    /// where the platform can edit.
+    Status(String),
     /// What keeps the running turn back ("Codex is reconnecting to the model, attempt 2
     /// of 5"): one line per turn, updated in place where the platform can edit.
     Trouble(String),
     /// A turn started (`true`) or ended (`false`): platforms show a typing indicator.
     Working(bool),
-    /// The turn is over and its reply (if any) was sent: the next turn's text starts a
-    /// new message. `marker` says how a turn that did not complete ended ("stopped").
-    TurnEnded { marker: Option<String> },
+    /// The turn is over and its reply (if any) was sent: the next turn's status starts a
+    /// new message. A status message that was shown becomes `summary` ("Worked 4 min 12 s
+    /// · 23 commands").
+    TurnEnded { summary: String },
     /// Codex asks to approve an action; answer with `Router::decide_approval`.
     Approval(ApprovalPrompt),
     /// A gateway notice that answers one message, to that message's answer slot

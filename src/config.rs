@@ -36,6 +36,8 @@ pub struct ChatConfig {
     /// What a message sent while a turn runs does, in chats that did not choose
     /// (`/steer`, `/queue`).
     pub follow_up: FollowUp,
+    /// How a running turn is shown in chats that did not choose (`/verbose`, `/quiet`).
+    pub progress: Progress,
     /// Largest file, in MB, a person may send Codex.
     pub max_attachment_mb: u64,
 }
@@ -44,6 +46,7 @@ impl Default for ChatConfig {
     fn default() -> Self {
         Self {
             follow_up: FollowUp::Steer,
+            progress: Progress::Status,
             max_attachment_mb: 20,
         }
     }
@@ -62,6 +65,37 @@ pub enum FollowUp {
 impl FollowUp {
     const NAMES: [(FollowUp, &'static str); 2] =
         [(FollowUp::Steer, "steer"), (FollowUp::Queue, "queue")];
+
+    /// Its name in the config and in a chat's stored choice.
+    pub fn name(self) -> &'static str {
+        let entry = Self::NAMES.iter().find(|(value, _)| *value == self);
+        entry.expect("every variant has a name").1
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        let entry = Self::NAMES.iter().find(|(_, n)| *n == name);
+        entry.map(|(value, _)| *value)
+    }
+}
+
+/// How much of a running turn a chat sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Progress {
+    /// One status message: elapsed time, what Codex does now, counts and plan.
+    Status,
+    /// The status plus every command with its exit code and every commentary line.
+    Verbose,
+    /// The typing indicator and the answer only.
+    Quiet,
+}
+
+impl Progress {
+    const NAMES: [(Progress, &'static str); 3] = [
+        (Progress::Status, "status"),
+        (Progress::Verbose, "verbose"),
+        (Progress::Quiet, "quiet"),
+    ];
 
     /// Its name in the config and in a chat's stored choice.
     pub fn name(self) -> &'static str {
@@ -142,8 +176,11 @@ pub struct CodexConfig {
     pub model: Option<String>,
     pub approval_policy: ApprovalPolicy,
     pub sandbox: SandboxMode,
-    /// A turn running longer than this is interrupted and the chat is told.
+    /// A turn Codex says nothing about for this long (no event of any kind) is
+    /// interrupted and the chat is told; a busy turn is never cut by it.
     pub turn_timeout_secs: u64,
+    /// An optional hard cap on a turn's whole run, busy or not; unset, none.
+    pub max_turn_secs: Option<u64>,
     /// How long one JSON-RPC request (not a turn) may take before it counts as failed.
     pub request_timeout_secs: u64,
     /// How often each app-server is asked a cheap question; one that does not answer within
@@ -179,6 +216,7 @@ impl Default for CodexConfig {
             approval_policy: ApprovalPolicy::OnRequest,
             sandbox: SandboxMode::WorkspaceWrite,
             turn_timeout_secs: 30 * 60,
+            max_turn_secs: None,
             request_timeout_secs: 60,
             health_check_secs: 30,
             health_check_timeout_secs: 10,
@@ -469,10 +507,11 @@ impl Config {
             codex.health_check_timeout_secs,
             codex.worker_wait_secs,
         ];
-        if periods.contains(&0) {
+        if periods.contains(&0) || codex.max_turn_secs == Some(0) {
             return Err(ConfigError::Rule(
-                "codex.turn_timeout_secs, request_timeout_secs, health_check_secs, \
-                 health_check_timeout_secs and worker_wait_secs must be above 0"
+                "codex.turn_timeout_secs, max_turn_secs, request_timeout_secs, \
+                 health_check_secs, health_check_timeout_secs and worker_wait_secs must be \
+                 above 0"
                     .into(),
             ));
         }
@@ -605,6 +644,14 @@ mod tests {
             );
         }
         assert_eq!(FollowUp::from_name("later"), None);
+        for name in ["status", "verbose", "quiet"] {
+            let parsed: Progress = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(
+                (Progress::from_name(name), parsed.name()),
+                (Some(parsed), name)
+            );
+        }
+        assert_eq!(Progress::from_name("loud"), None);
     }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -157,12 +157,19 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
 async fn turn_time_limit_interrupts_and_the_chat_goes_on() {
     let env = TestEnv::new().await;
     let mut config = env.config();
-    config.codex.turn_timeout_secs = 1;
+    config.codex.turn_timeout_secs = 2;
     let app = codex_gateway::App::start(&config).await.unwrap();
     let mut chat = Chat::new("timeout");
-    chat.send(&app, "slow: this takes five seconds to stream");
+    // Busy for five seconds, never silent for two: not cut.
+    let answer = "this takes five seconds to stream";
+    assert_eq!(chat.ask(&app, &format!("slow: {answer}")).await, answer);
+    // Silent for six seconds (a command with no output): cut at two.
+    chat.send(&app, "run: sleep 6");
     let notice = chat.notice("turn time limit").await;
-    assert!(notice.contains("1 second"), "{notice}");
+    assert!(
+        notice.contains("silent on this turn for 2 seconds"),
+        "{notice}"
+    );
     assert_eq!(chat.ask(&app, "still there?").await, "Echo: still there?");
     app.shutdown(None).await;
 }
@@ -236,7 +243,7 @@ async fn a_busy_chat_is_never_unloaded() {
         &app,
         "slow: a story long enough to be stopped halfway through",
     );
-    busy.wait_for(|k| matches!(k, OutboundKind::Partial(_)).then_some(()))
+    busy.wait_for(|k| matches!(k, OutboundKind::Status(_)).then_some(()))
         .await;
     assert_eq!(other.ask(&app, "hello again").await, "Echo: hello again");
     busy.send(&app, "/stop");
@@ -308,7 +315,7 @@ async fn a_full_queue_refuses_more_and_says_so() {
     let app = env.start_queueing().await;
     let mut chat = Chat::new("flooded");
     chat.send(&app, "slow: a turn that the queue waits for");
-    chat.wait_for(|k| matches!(k, OutboundKind::Partial(_)).then_some(()))
+    chat.wait_for(|k| matches!(k, OutboundKind::Status(_)).then_some(()))
         .await;
     for i in 0..25 {
         chat.send(&app, &format!("queued {i}"));

@@ -74,7 +74,7 @@ async fn channel_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "get", "steer", "queue", "login", "logout", "help",
+        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     // A command that takes an argument offers it as an optional string option.
@@ -162,7 +162,13 @@ async fn streamed_and_long_replies_respect_discord_limits() {
     let gateway = start(&dc, &config).await;
     let answer = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu.";
     dc.channel_message(CHANNEL, ALICE, &[], &mention(&format!("slow: {answer}")));
-    let (id, _) = dc.wait_for_content(CHANNEL, |t| t == answer).await;
+    let (answered, _) = dc.wait_for_content(CHANNEL, |t| t == answer).await;
+    // The status message is edited as Codex writes, and becomes the summary; the
+    // answer is a message of its own.
+    let (id, _) = dc
+        .wait_for_content(CHANNEL, |t| t.starts_with("Worked "))
+        .await;
+    assert_ne!(answered, id);
     let edits = dc.calls("PATCH", &format!("/messages/{id}"));
     assert!(edits.len() >= 2, "{} edits", edits.len());
     let gaps: Vec<_> = edits.windows(2).map(|w| w[1].at - w[0].at).collect();

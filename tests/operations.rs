@@ -88,9 +88,11 @@ async fn sigterm_during_a_slow_turn_tells_the_chat_and_exits_cleanly() {
         ALICE,
         "slow: a story that takes five seconds to tell, at least",
     );
-    // The first streamed words show the turn is running.
+    // The status showing the first streamed words says the turn is running.
     telegram
-        .wait_for_text(ALICE, |t| t.starts_with("a story"))
+        .wait_for_text(ALICE, |t| {
+            t.starts_with("Working · ") && t.contains("writing: a story")
+        })
         .await;
     let signalled = Instant::now();
     terminate(&child);

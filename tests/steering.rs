@@ -31,7 +31,7 @@ fn slow_reviewer() -> support::Brain {
 
 /// Waits until the running turn has shown streamed text.
 async fn streaming(chat: &mut Chat) {
-    chat.wait_for(|k| matches!(k, OutboundKind::Partial(_)).then_some(()))
+    chat.wait_for(|k| matches!(k, OutboundKind::Status(_)).then_some(()))
         .await;
 }
 

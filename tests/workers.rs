@@ -168,7 +168,7 @@ async fn a_message_for_a_worker_that_stays_down_fails_clearly_after_the_wait() {
 
     // A turn running when its worker dies is cut off, and the chat is told why.
     chat.send(&app, "slow: a long answer");
-    let streaming = |kind: &OutboundKind| matches!(kind, OutboundKind::Partial(_)).then_some(());
+    let streaming = |kind: &OutboundKind| matches!(kind, OutboundKind::Status(_)).then_some(());
     chat.wait_for(streaming).await;
     a.kill();
     let lost = chat.notice("was lost").await;

@@ -24,8 +24,8 @@ pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;
 pub use protocol::{
     AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, ChangedFile,
-    Item, Notification, SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus,
-    UserInput,
+    Item, Notification, Phase, PlanStatus, PlanStep, SandboxMode, ThreadSettings, TokenCounts,
+    TokenUsage, TurnStatus, UserInput,
 };
 pub use remote::RemoteSpec;
 pub use run_as::{RunAs, RunAsError};

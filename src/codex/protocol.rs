@@ -140,6 +140,7 @@ pub struct TokenUsage {
 pub enum Item {
     AgentMessage {
         text: String,
+        phase: Phase,
     },
     CommandExecution {
         command: String,
@@ -159,6 +160,30 @@ pub enum Item {
     },
 }
 
+/// What an agent message is for (`phase`): narration between tools, or the turn's answer.
+/// Older models send none: `Unknown`, and the turn's last message is its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Commentary,
+    FinalAnswer,
+    Unknown,
+}
+
+/// One step of Codex's plan (`turn/plan/updated`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PlanStep {
+    pub step: String,
+    pub status: PlanStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PlanStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
 /// The notifications the gateway acts on, each already tied to its thread.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Notification {
@@ -170,10 +195,26 @@ pub enum Notification {
         status: TurnStatus,
         error: Option<String>,
     },
+    /// An item begins: a command is known before it runs.
+    ItemStarted {
+        turn_id: String,
+        item: Item,
+    },
     ItemCompleted {
         turn_id: String,
         item: Item,
     },
+    PlanUpdated {
+        turn_id: String,
+        plan: Vec<PlanStep>,
+    },
+    /// The turn's unified diff so far.
+    DiffUpdated {
+        turn_id: String,
+        diff: String,
+    },
+    /// Any other news of the thread: Codex is still at work on it.
+    Activity,
     AgentMessageDelta {
         turn_id: String,
         delta: String,
@@ -248,10 +289,13 @@ fn text(params: &Value, key: &str) -> Option<String> {
 
 impl Notification {
     /// The notifications the gateway reads; one of these that does not parse is news.
-    const READ: [&'static str; 7] = [
+    const READ: [&'static str; 10] = [
         "turn/started",
         "turn/completed",
+        "item/started",
         "item/completed",
+        "turn/plan/updated",
+        "turn/diff/updated",
         "item/agentMessage/delta",
         "thread/tokenUsage/updated",
         "error",
@@ -261,6 +305,15 @@ impl Notification {
     /// Whether the gateway reads `method` (and ignores every other notification).
     pub(crate) fn reads(method: &str) -> bool {
         Self::READ.contains(&method)
+    }
+
+    /// Parses a notification of a thread: one the gateway reads, or `Activity` for the many
+    /// it only counts as a sign of life; `None` for a read one it cannot parse.
+    pub(crate) fn of_thread(method: &str, params: &Value) -> Option<Self> {
+        match Self::parse(method, params) {
+            None if !Self::reads(method) => Some(Notification::Activity),
+            parsed => parsed,
+        }
     }
 
     /// Parses a known notification; `None` for the many the gateway ignores, and for a
@@ -280,9 +333,21 @@ impl Notification {
                     }
                 })
             }
+            "item/started" => Some(Notification::ItemStarted {
+                turn_id: turn_id(),
+                item: Item::parse(params.get("item")?),
+            }),
             "item/completed" => Some(Notification::ItemCompleted {
                 turn_id: turn_id(),
                 item: Item::parse(params.get("item")?),
+            }),
+            "turn/plan/updated" => Some(Notification::PlanUpdated {
+                turn_id: turn_id(),
+                plan: serde_json::from_value(params.get("plan")?.clone()).ok()?,
+            }),
+            "turn/diff/updated" => Some(Notification::DiffUpdated {
+                turn_id: turn_id(),
+                diff: text(params, "diff")?,
             }),
             "item/agentMessage/delta" => Some(Notification::AgentMessageDelta {
                 turn_id: turn_id(),
@@ -318,9 +383,14 @@ impl Item {
         match item.get("type").and_then(Value::as_str).unwrap_or("") {
             "agentMessage" => Item::AgentMessage {
                 text: text(item, "text").unwrap_or_default(),
+                phase: match item.get("phase").and_then(Value::as_str) {
+                    Some("commentary") => Phase::Commentary,
+                    Some("final_answer") => Phase::FinalAnswer,
+                    _ => Phase::Unknown,
+                },
             },
             "commandExecution" => Item::CommandExecution {
-                command: text(item, "command").unwrap_or_default(),
+                command: shown_command(item),
                 exit_code: item.get("exitCode").and_then(Value::as_i64),
             },
             "contextCompaction" => Item::ContextCompaction,
@@ -376,6 +446,18 @@ fn available_decisions(params: &Value) -> Vec<ApprovalDecision> {
             .collect(),
         None => ApprovalDecision::ALL.to_vec(),
     }
+}
+
+/// A command as the model wrote it: Codex wraps it (`/bin/bash -c '…'`) in `command`
+/// and keeps the original in its one `commandActions` entry.
+fn shown_command(item: &Value) -> String {
+    let actions = item.get("commandActions").and_then(Value::as_array);
+    match actions.map(Vec::as_slice) {
+        Some([action]) => text(action, "command"),
+        _ => None,
+    }
+    .or_else(|| text(item, "command"))
+    .unwrap_or_default()
 }
 
 /// The files of a `fileChange` item (`item/started`), or `None` for other items.

@@ -199,7 +199,10 @@ impl Shared {
                         .account_events
                         .send((method.to_owned(), params.clone()));
                 }
-                match (thread_id_of(params), Notification::parse(method, params)) {
+                match (
+                    thread_id_of(params),
+                    Notification::of_thread(method, params),
+                ) {
                     (Some(thread_id), Some(notification)) => {
                         self.route(thread_id, ThreadEvent::Notification(notification));
                     }
@@ -324,6 +327,11 @@ mod tests {
         shared.dispatch(
             r#"{"id":7,"method":"item/fileChange/requestApproval","params":{"threadId":"t","turnId":"u","itemId":"call_1","reason":null,"grantRoot":"/etc"}}"#,
         );
+        // The item's start reaches the thread first, then the request.
+        assert!(matches!(
+            received.try_recv(),
+            Ok(ThreadEvent::Notification(Notification::ItemStarted { .. }))
+        ));
         let Ok(ThreadEvent::Approval(request, responder)) = received.try_recv() else {
             panic!("no approval routed to the thread");
         };
@@ -386,7 +394,7 @@ mod tests {
         shared.threads.lock().unwrap().insert("t".into(), events);
         // A notification the gateway reads, in a shape it does not know.
         shared.dispatch(r#"{"method":"turn/completed","params":{"threadId":"t","turn":7}}"#);
-        // One it ignores on purpose, and one it reads.
+        // One it takes only as a sign of life, and one it reads.
         shared.dispatch(r#"{"method":"item/reasoning/delta","params":{"threadId":"t"}}"#);
         shared.dispatch(
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","delta":"hi"}}"#,
@@ -395,6 +403,10 @@ mod tests {
         shared.dispatch(
             r#"{"id":9,"method":"mcpServer/elicitation/request","params":{"threadId":"t"}}"#,
         );
+        assert!(matches!(
+            received.try_recv(),
+            Ok(ThreadEvent::Notification(Notification::Activity))
+        ));
         assert!(matches!(
             received.try_recv(),
             Ok(ThreadEvent::Notification(

@@ -86,8 +86,9 @@ async fn print_answers(
                     bytes.len()
                 )
             }
-            // The console prints whole replies; it cannot approve (can_approve is false).
-            OutboundKind::Partial(_)
+            // The console prints whole replies and its progress as lines, not a status
+            // message; it cannot approve (can_approve is false).
+            OutboundKind::Status(_)
             | OutboundKind::Working(_)
             | OutboundKind::TurnEnded { .. }
             | OutboundKind::Approval(_) => {

@@ -33,6 +33,9 @@ pub enum Command {
     Get(String),
     Steer,
     Queue,
+    Verbose,
+    Quiet,
+    Diff,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,6 +245,24 @@ pub const COMMANDS: &[CommandSpec] = &[
         "a message sent while Codex works waits and runs as the next turn",
         |_| Ok(Command::Queue),
     ),
+    plain(
+        "verbose",
+        "Show every command and commentary line of a running turn",
+        "the status of a running turn lists every command and commentary line (again: back to the short status)",
+        |_| Ok(Command::Verbose),
+    ),
+    plain(
+        "quiet",
+        "Show only typing and the answer while Codex works",
+        "only the typing indicator and the answer while Codex works (again: the status is back)",
+        |_| Ok(Command::Quiet),
+    ),
+    plain(
+        "diff",
+        "Send the last turn's changes as a .diff file",
+        "send the unified diff of the files Codex changed in the last turn",
+        |_| Ok(Command::Diff),
+    ),
     CommandSpec {
         admin_only: true,
         ..plain(
@@ -395,6 +416,9 @@ mod tests {
             ),
             ("/steer", Command::Steer),
             ("/queue", Command::Queue),
+            ("/verbose", Command::Verbose),
+            ("/quiet", Command::Quiet),
+            ("/diff", Command::Diff),
             ("/login", Command::Login),
             ("/logout", Command::Logout),
         ];

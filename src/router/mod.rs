@@ -6,6 +6,7 @@ mod activity;
 mod actor;
 mod approvals;
 pub mod command;
+mod live;
 mod replies;
 mod texts;
 mod turn;

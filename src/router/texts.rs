@@ -3,9 +3,12 @@
 use std::time::Duration;
 
 use super::command::MAX_INPUT_BYTES;
-use crate::codex::{CodexError, ModelInfo, RateLimitWindow, ThreadSummary, TurnStatus};
-use crate::session::FollowUp;
+use super::live::Work;
+use crate::codex::{
+    CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, ThreadSummary, TurnStatus,
+};
 use crate::session::SessionError;
+use crate::session::{FollowUp, Progress};
 
 pub const EMPTY_MESSAGE: &str = "(empty message ignored)";
 pub const NOTHING_RUNNING: &str = "Nothing is running.";
@@ -78,7 +81,7 @@ pub fn turn_failed(error: Option<&str>) -> String {
 
 pub fn turn_timed_out(limit: Duration) -> String {
     format!(
-        "Codex has worked on this for {} (the turn time limit); interrupting it.",
+        "Codex has been silent on this turn for {} (the turn time limit); interrupting it.",
         human_duration(limit)
     )
 }
@@ -104,6 +107,120 @@ pub fn trouble(message: &str) -> String {
 
 pub fn rerouted(model: &str) -> String {
     format!("Codex answers this one with another model ({model}).")
+}
+
+// The live status of a running turn, and its summary.
+
+/// The status message's text: elapsed time and counts, what Codex does now, its plan and
+/// (`verbose`) the log of commands and commentary.
+pub fn live_status(work: &Work, elapsed: Duration, verbose: bool) -> String {
+    let mut lines = vec![format!(
+        "Working · {}{}",
+        clock_words(elapsed),
+        counts(work)
+    )];
+    lines.extend(work.said.clone());
+    lines.extend(work.now.clone());
+    if !work.plan.is_empty() {
+        lines.push("Plan:".into());
+        for step in &work.plan {
+            lines.push(format!("{} {}", plan_mark(step.status), step.step));
+        }
+    }
+    if verbose && !work.log.is_empty() {
+        lines.push("Log:".into());
+        lines.extend(work.log.iter().cloned());
+    }
+    lines.join("\n")
+}
+
+/// The line a shown status becomes when its turn ends: "Worked 4 min 12 s · 23 commands
+/// · +40 −12 in 5 files".
+pub fn work_summary(work: &Work, elapsed: Duration, completed: bool) -> String {
+    let head = if completed { "Worked" } else { "Ended after" };
+    format!("{head} {}{}", clock_words(elapsed), counts(work))
+}
+
+fn counts(work: &Work) -> String {
+    let mut parts = Vec::new();
+    match work.commands {
+        0 => {}
+        1 => parts.push("1 command".to_owned()),
+        n => parts.push(format!("{n} commands")),
+    }
+    match (work.diff_stat(), work.files.len()) {
+        (Some(stat), _) => parts.push(format!(
+            "+{} −{} in {}",
+            stat.added,
+            stat.removed,
+            plural(stat.files, "file")
+        )),
+        (None, 0) => {}
+        (None, n) => parts.push(format!("{} changed", plural(n, "file"))),
+    }
+    parts.iter().map(|part| format!(" · {part}")).collect()
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+/// Codex's plan as one line, for the console: "plan: ✓ look · ▸ fix · ○ test".
+pub fn plan_line(plan: &[PlanStep]) -> String {
+    let steps: Vec<String> = plan
+        .iter()
+        .map(|step| format!("{} {}", plan_mark(step.status), step.step))
+        .collect();
+    format!("plan: {}", steps.join(" · "))
+}
+
+fn plan_mark(status: PlanStatus) -> &'static str {
+    match status {
+        PlanStatus::Completed => "✓",
+        PlanStatus::InProgress => "▸",
+        PlanStatus::Pending => "○",
+    }
+}
+
+/// "45 s", "4 min 12 s", "2 h 05 min": a running clock.
+pub fn clock_words(elapsed: Duration) -> String {
+    let secs = elapsed.as_secs();
+    match secs {
+        0..60 => format!("{secs} s"),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {:02} min", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+pub fn progress_chosen(progress: Progress) -> &'static str {
+    match progress {
+        Progress::Status => {
+            "From now on, a running turn shows one status message: what Codex does now, \
+             its commands, files and plan. (/verbose lists every step, /quiet shows none.)"
+        }
+        Progress::Verbose => {
+            "From now on, the status also lists each command with its exit code and every \
+             commentary line. (/verbose again goes back to the short status.)"
+        }
+        Progress::Quiet => {
+            "From now on, a running turn shows only the typing indicator, then the answer. \
+             (/quiet again brings the status back.)"
+        }
+    }
+}
+
+pub const NO_DIFF: &str =
+    "Nothing to show: Codex reported no file changes in this chat's last turn.";
+
+/// A timeout's notice for a turn that ran past `[codex] max_turn_secs`.
+pub fn turn_capped(limit: Duration) -> String {
+    format!(
+        "Codex has worked on this for {} (the longest a turn may run); interrupting it.",
+        human_duration(limit)
+    )
 }
 
 /// How a turn that did not complete ended, as a marker under its streamed text.
@@ -459,6 +576,7 @@ pub struct StatusFacts {
     pub model: Option<String>,
     pub effort: Option<String>,
     pub follow_up: FollowUp,
+    pub progress: Progress,
     /// The rate-limit windows Codex last reported during a turn, a line each.
     pub rate_limits: Vec<String>,
 }
@@ -496,6 +614,12 @@ pub fn status(facts: &StatusFacts) -> String {
         FollowUp::Queue => "wait for the running turn (/steer to add them to it)",
     };
     lines.push(format!("Messages sent while Codex works: {follow_up}"));
+    let progress = match facts.progress {
+        Progress::Status => "one status message (/verbose for every step, /quiet for none)",
+        Progress::Verbose => "every command and commentary line (/verbose again: short status)",
+        Progress::Quiet => "typing and the answer only (/quiet again: the status)",
+    };
+    lines.push(format!("While Codex works: {progress}"));
     if !facts.rate_limits.is_empty() {
         lines.push(format!("Rate limits: {}", facts.rate_limits.join("; ")));
     }
@@ -612,6 +736,7 @@ mod tests {
             model: Some("m1".into()),
             effort: None,
             follow_up: FollowUp::Queue,
+            progress: Progress::Status,
             rate_limits: vec![
                 "5-hour window: 42% used".into(),
                 "Weekly window: 5% used".into(),

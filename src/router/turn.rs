@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use super::live::Work;
 use super::texts;
 use crate::chat::OutboundKind;
-use crate::codex::{Item, Notification, TokenUsage, TurnStatus};
+use crate::codex::{Item, Notification, Phase, TokenUsage, TurnStatus};
 
 /// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
 pub(super) const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
@@ -24,6 +25,8 @@ pub(super) enum Input {
     Abort,
     /// The turn's deadline passed (see `Effect::Deadline`).
     Deadline,
+    /// The turn ran past `[codex] max_turn_secs`, busy or not.
+    Cap(Duration),
     /// The app-server process died.
     ProcessLost,
 }
@@ -37,6 +40,8 @@ pub(super) enum Effect {
     },
     /// The next `Input::Deadline` comes this long from now.
     Deadline(Duration),
+    /// What the turn has done changed: its live status is due again.
+    Status,
 }
 
 /// How a turn ended, as far as the chat is concerned.
@@ -55,14 +60,17 @@ pub(super) enum TurnEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct TurnOutcome {
     pub end: TurnEnd,
-    /// The agent's finished messages, in order.
-    pub replies: Vec<String>,
+    /// The turn's answer: its `final_answer` messages, else its last message; for a
+    /// turn that did not complete, what it had streamed when nothing was finished.
+    pub answer: String,
+    /// What the turn did: commands, files, plan, diff.
+    pub work: Work,
     pub usage: Option<TokenUsage>,
     /// Codex compacted the thread's context during the turn.
     pub compacted: bool,
-    /// Files Codex wrote during the turn (absolute paths, each once, in order).
-    pub changed_files: Vec<String>,
     pub timed_out: bool,
+    /// How long the turn ran (the actor's clock).
+    pub elapsed: Duration,
 }
 
 /// One turn being followed. With its id unknown (a compaction), the first turn that
@@ -73,8 +81,13 @@ pub(super) struct TurnTracker {
     started: bool,
     /// A stop asked for before `turn/started`.
     stop_pending: bool,
-    /// The agent message being streamed, shown after the finished ones.
+    /// The agent message being streamed.
     streaming: String,
+    /// The agent's finished messages, in order, with their phases.
+    messages: Vec<(String, Phase)>,
+    /// The deadline counts Codex's silence, not the turn's length, until a timeout, a
+    /// cap or a shutdown fixes it.
+    deadline_fixed: bool,
     last_error: Option<String>,
     /// The trouble line last shown, so a repeat is not shown again.
     trouble: Option<String>,
@@ -91,16 +104,19 @@ impl TurnTracker {
             started: false,
             stop_pending: false,
             streaming: String::new(),
+            messages: Vec::new(),
+            deadline_fixed: false,
             last_error: None,
             trouble: None,
             turn_timeout,
             outcome: TurnOutcome {
                 end: TurnEnd::ProcessLost,
-                replies: Vec::new(),
+                answer: String::new(),
+                work: Work::default(),
                 usage: None,
                 compacted: false,
-                changed_files: Vec::new(),
                 timed_out: false,
+                elapsed: Duration::ZERO,
             },
             finished: false,
         }
@@ -119,27 +135,43 @@ impl TurnTracker {
         self.outcome
     }
 
+    /// What the turn has done so far.
+    pub(super) fn work(&self) -> &Work {
+        &self.outcome.work
+    }
+
+    /// Whether news from Codex pushes the deadline out again.
+    pub(super) fn deadline_counts_silence(&self) -> bool {
+        !self.deadline_fixed
+    }
+
     pub(super) fn step(&mut self, input: Input) -> Vec<Effect> {
         match input {
             Input::Codex(notification) => self.on_notification(notification),
             Input::Stop => self.interrupt().into_iter().collect(),
             Input::Abort => {
+                self.deadline_fixed = true;
                 let mut effects = vec![Effect::Show(notice(texts::RESTART_INTERRUPTED))];
                 effects.extend(self.interrupt());
                 effects.push(Effect::Deadline(ABORT_GRACE));
                 effects
             }
             Input::Deadline if self.outcome.timed_out => self.finish(TurnEnd::Abandoned),
-            Input::Deadline => {
-                self.outcome.timed_out = true;
-                let text = texts::turn_timed_out(self.turn_timeout);
-                let mut effects = vec![Effect::Show(OutboundKind::Notice(text))];
-                effects.extend(self.interrupt());
-                effects.push(Effect::Deadline(INTERRUPT_GRACE));
-                effects
-            }
+            Input::Deadline => self.time_out(texts::turn_timed_out(self.turn_timeout)),
+            Input::Cap(_) if self.outcome.timed_out => Vec::new(),
+            Input::Cap(limit) => self.time_out(texts::turn_capped(limit)),
             Input::ProcessLost => self.finish(TurnEnd::ProcessLost),
         }
+    }
+
+    /// Tells the chat why, interrupts, and gives Codex `INTERRUPT_GRACE` to close the turn.
+    fn time_out(&mut self, notice: String) -> Vec<Effect> {
+        self.outcome.timed_out = true;
+        self.deadline_fixed = true;
+        let mut effects = vec![Effect::Show(OutboundKind::Notice(notice))];
+        effects.extend(self.interrupt());
+        effects.push(Effect::Deadline(INTERRUPT_GRACE));
+        effects
     }
 
     /// Interrupts the turn once it has started; before that, remembers the request.
@@ -156,9 +188,40 @@ impl TurnTracker {
     }
 
     fn finish(&mut self, end: TurnEnd) -> Vec<Effect> {
+        let completed = matches!(
+            end,
+            TurnEnd::Completed {
+                status: TurnStatus::Completed,
+                ..
+            }
+        );
+        self.outcome.answer = self.answer(completed);
         self.outcome.end = end;
         self.finished = true;
         Vec::new()
+    }
+
+    /// The final answer of the turn: its `final_answer` messages; for models that send
+    /// no phase, its last message. Commentary is the answer only when there is nothing
+    /// else; a turn cut short answers with what it was writing.
+    fn answer(&self, completed: bool) -> String {
+        let of = |phase: Phase| -> Vec<&str> {
+            let messages = self.messages.iter().filter(|(_, p)| *p == phase);
+            messages.map(|(text, _)| text.as_str()).collect()
+        };
+        let finals = of(Phase::FinalAnswer);
+        if !finals.is_empty() {
+            return finals.join("\n\n");
+        }
+        let last = of(Phase::Unknown)
+            .last()
+            .or(of(Phase::Commentary).last())
+            .copied();
+        match last {
+            Some(text) => text.to_owned(),
+            None if !completed => self.streaming.trim().to_owned(),
+            None => String::new(),
+        }
     }
 
     fn is_ours(&self, turn_id: &str) -> bool {
@@ -176,14 +239,28 @@ impl TurnTracker {
                     return self.interrupt().into_iter().collect();
                 }
             }
+            Notification::ItemStarted { turn_id, item } if self.is_ours(&turn_id) => {
+                self.outcome.work.item_started(&item);
+                if let Item::CommandExecution { command, .. } = item {
+                    let line = OutboundKind::Progress(format!("running: {command}"));
+                    return vec![Effect::Show(line), Effect::Status];
+                }
+            }
             Notification::ItemCompleted { turn_id, item } if self.is_ours(&turn_id) => {
                 return self.on_item(item);
             }
+            Notification::PlanUpdated { turn_id, plan } if self.is_ours(&turn_id) => {
+                let line = texts::plan_line(&plan);
+                self.outcome.work.plan = plan;
+                return vec![Effect::Show(OutboundKind::Progress(line)), Effect::Status];
+            }
+            Notification::DiffUpdated { turn_id, diff } if self.is_ours(&turn_id) => {
+                self.outcome.work.diff = Some(diff).filter(|diff| !diff.trim().is_empty());
+            }
             Notification::AgentMessageDelta { turn_id, delta } if self.is_ours(&turn_id) => {
                 self.streaming.push_str(&delta);
-                let shown = self.outcome.replies.iter().map(String::as_str);
-                let shown: Vec<&str> = shown.chain([self.streaming.as_str()]).collect();
-                return vec![Effect::Show(OutboundKind::Partial(shown.join("\n\n")))];
+                self.outcome.work.writing(&self.streaming);
+                return vec![Effect::Status];
             }
             Notification::TokenUsage(usage) => self.outcome.usage = Some(usage),
             Notification::Error {
@@ -220,31 +297,37 @@ impl TurnTracker {
     }
 
     fn on_item(&mut self, item: Item) -> Vec<Effect> {
+        self.outcome.work.item_completed(&item);
         match item {
-            Item::AgentMessage { text } | Item::Review { text } => {
+            Item::AgentMessage { text, phase } => {
                 self.streaming.clear();
+                if text.is_empty() {
+                    return Vec::new();
+                }
+                if phase != Phase::Commentary {
+                    // A phase-less message may be the answer: it is shown once, as that.
+                    self.messages.push((text, phase));
+                    return Vec::new();
+                }
+                self.outcome.work.commentary(&text);
+                self.messages.push((text.clone(), phase));
+                vec![Effect::Show(OutboundKind::Progress(text)), Effect::Status]
+            }
+            Item::Review { text } => {
                 // A review's findings come as its result and again as a message.
-                let repeated = self.outcome.replies.last() == Some(&text);
+                let repeated = self.messages.last().map(|(last, _)| last) == Some(&text);
                 if !text.is_empty() && !repeated {
-                    self.outcome.replies.push(text);
+                    self.messages.push((text, Phase::FinalAnswer));
                 }
+                Vec::new()
             }
-            Item::CommandExecution { command, .. } => {
-                return vec![Effect::Show(OutboundKind::Progress(format!(
-                    "running: {command}"
-                )))];
+            Item::CommandExecution { .. } | Item::FileChange { .. } => vec![Effect::Status],
+            Item::ContextCompaction => {
+                self.outcome.compacted = true;
+                Vec::new()
             }
-            Item::ContextCompaction => self.outcome.compacted = true,
-            Item::FileChange { paths } => {
-                for path in paths {
-                    if !self.outcome.changed_files.contains(&path) {
-                        self.outcome.changed_files.push(path);
-                    }
-                }
-            }
-            Item::Other { .. } => {}
+            Item::Other { .. } => Vec::new(),
         }
-        Vec::new()
     }
 }
 
@@ -277,7 +360,26 @@ mod tests {
     }
 
     fn message(id: &str, text: &str) -> Input {
-        item(id, Item::AgentMessage { text: text.into() })
+        said(id, text, Phase::Unknown)
+    }
+
+    fn said(id: &str, text: &str, phase: Phase) -> Input {
+        let text = text.into();
+        item(id, Item::AgentMessage { text, phase })
+    }
+
+    fn command_started(id: &str, command: &str) -> Input {
+        Input::Codex(Notification::ItemStarted {
+            turn_id: id.into(),
+            item: Item::CommandExecution {
+                command: command.into(),
+                exit_code: None,
+            },
+        })
+    }
+
+    fn progress(line: &str) -> Effect {
+        Effect::Show(OutboundKind::Progress(line.into()))
     }
 
     fn completed(id: &str, status: TurnStatus) -> Input {
@@ -286,10 +388,6 @@ mod tests {
             status,
             error: None,
         })
-    }
-
-    fn partial(text: &str) -> Effect {
-        Effect::Show(OutboundKind::Partial(text.into()))
     }
 
     fn interrupt(id: &str) -> Effect {
@@ -308,7 +406,7 @@ mod tests {
         turn_id: Option<&'static str>,
         steps: Vec<(Input, Vec<Effect>)>,
         end: Option<TurnEnd>,
-        replies: &'static [&'static str],
+        answer: &'static str,
     }
 
     #[test]
@@ -318,19 +416,53 @@ mod tests {
         let grace = Effect::Deadline(INTERRUPT_GRACE);
         let cases = vec![
             Case {
-                name: "streams, then keeps the finished messages",
+                name: "a phase-less model's last message is the answer",
                 turn_id: Some("t1"),
                 steps: vec![
                     (started("t1"), vec![]),
-                    (delta("t1", "Hel"), vec![partial("Hel")]),
-                    (delta("t1", "lo"), vec![partial("Hello")]),
+                    (delta("t1", "Hel"), vec![Effect::Status]),
+                    (delta("t1", "lo"), vec![Effect::Status]),
                     (message("t1", "Hello"), vec![]),
-                    (delta("t1", "Mo"), vec![partial("Hello\n\nMo")]),
+                    (delta("t1", "Mo"), vec![Effect::Status]),
                     (message("t1", "More"), vec![]),
                     (completed("t1", TurnStatus::Completed), vec![]),
                 ],
                 end: Some(completed_end(TurnStatus::Completed, None)),
-                replies: &["Hello", "More"],
+                answer: "More",
+            },
+            Case {
+                name: "commentary goes to the status, the final answer is the answer",
+                turn_id: Some("t1"),
+                steps: vec![
+                    (started("t1"), vec![]),
+                    (
+                        said("t1", "Step 1: looking.", Phase::Commentary),
+                        vec![progress("Step 1: looking."), Effect::Status],
+                    ),
+                    (
+                        command_started("t1", "sleep 2; echo step-1"),
+                        vec![progress("running: sleep 2; echo step-1"), Effect::Status],
+                    ),
+                    (said("t1", "Done: all good.", Phase::FinalAnswer), vec![]),
+                    (
+                        said("t1", "An afterthought.", Phase::Commentary),
+                        vec![progress("An afterthought."), Effect::Status],
+                    ),
+                    (completed("t1", TurnStatus::Completed), vec![]),
+                ],
+                end: Some(completed_end(TurnStatus::Completed, None)),
+                answer: "Done: all good.",
+            },
+            Case {
+                name: "a stopped turn answers with what it was writing",
+                turn_id: Some("t1"),
+                steps: vec![
+                    (started("t1"), vec![]),
+                    (delta("t1", "half an ans"), vec![Effect::Status]),
+                    (completed("t1", TurnStatus::Interrupted), vec![]),
+                ],
+                end: Some(completed_end(TurnStatus::Interrupted, None)),
+                answer: "half an ans",
             },
             Case {
                 name: "another turn's events are not ours",
@@ -341,7 +473,7 @@ mod tests {
                     (completed("t0", TurnStatus::Completed), vec![]),
                 ],
                 end: None,
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "a stop before turn/started waits for it",
@@ -352,7 +484,7 @@ mod tests {
                     (completed("t1", TurnStatus::Interrupted), vec![]),
                 ],
                 end: Some(completed_end(TurnStatus::Interrupted, None)),
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "a stop after turn/started interrupts at once",
@@ -362,7 +494,7 @@ mod tests {
                     (Input::Stop, vec![interrupt("t1")]),
                 ],
                 end: None,
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "a review's findings are its turn's reply",
@@ -381,7 +513,7 @@ mod tests {
                     (completed("r1", TurnStatus::Completed), vec![]),
                 ],
                 end: Some(completed_end(TurnStatus::Completed, None)),
-                replies: &["[P1] eval on input"],
+                answer: "[P1] eval on input",
             },
             Case {
                 name: "a compaction follows the first turn that starts",
@@ -392,7 +524,7 @@ mod tests {
                     (completed("c1", TurnStatus::Completed), vec![]),
                 ],
                 end: Some(completed_end(TurnStatus::Completed, None)),
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "the last fatal error explains a failed turn",
@@ -425,7 +557,7 @@ mod tests {
                     (completed("t1", TurnStatus::Failed), vec![]),
                 ],
                 end: Some(completed_end(TurnStatus::Failed, Some("quota exceeded"))),
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "a rerouted model is said once",
@@ -449,25 +581,29 @@ mod tests {
                     ),
                 ],
                 end: None,
-                replies: &[],
+                answer: "",
             },
             Case {
-                name: "commands show as progress",
+                name: "commands show when they start and count when they end",
                 turn_id: Some("t1"),
-                steps: vec![(
-                    item(
-                        "t1",
-                        Item::CommandExecution {
-                            command: "ls -la".into(),
-                            exit_code: Some(0),
-                        },
+                steps: vec![
+                    (
+                        command_started("t1", "ls -la"),
+                        vec![progress("running: ls -la"), Effect::Status],
                     ),
-                    vec![Effect::Show(OutboundKind::Progress(
-                        "running: ls -la".into(),
-                    ))],
-                )],
+                    (
+                        item(
+                            "t1",
+                            Item::CommandExecution {
+                                command: "ls -la".into(),
+                                exit_code: Some(0),
+                            },
+                        ),
+                        vec![Effect::Status],
+                    ),
+                ],
                 end: None,
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "a timeout interrupts, then gives up after the grace",
@@ -481,7 +617,7 @@ mod tests {
                     (Input::Deadline, vec![]),
                 ],
                 end: Some(TurnEnd::Abandoned),
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "a timeout before turn/started interrupts once it starts",
@@ -491,7 +627,7 @@ mod tests {
                     (started("t1"), vec![interrupt("t1")]),
                 ],
                 end: None,
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "shutdown tells the chat and interrupts",
@@ -508,7 +644,7 @@ mod tests {
                     ),
                 ],
                 end: None,
-                replies: &[],
+                answer: "",
             },
             Case {
                 name: "a dead process ends the turn with what it had",
@@ -519,7 +655,7 @@ mod tests {
                     (Input::ProcessLost, vec![]),
                 ],
                 end: Some(TurnEnd::ProcessLost),
-                replies: &["partial work"],
+                answer: "partial work",
             },
         ];
         for case in cases {
@@ -534,7 +670,7 @@ mod tests {
             if let Some(end) = case.end {
                 assert_eq!(outcome.end, end, "{}", case.name);
             }
-            assert_eq!(outcome.replies, case.replies, "{}", case.name);
+            assert_eq!(outcome.answer, case.answer, "{}", case.name);
         }
     }
 

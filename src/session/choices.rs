@@ -8,7 +8,7 @@ use tracing::warn;
 
 use super::{Session, SessionError};
 use crate::codex::{ModelInfo, PathKind, RateLimits, RealPath, TurnOverrides};
-use crate::config::FollowUp;
+use crate::config::{FollowUp, Progress};
 use crate::store::StoreError;
 pub use crate::store::{ChatChoices, Choice};
 
@@ -65,6 +65,7 @@ impl Session {
             Choice::Effort => choices.effort = value,
             Choice::Folder => choices.folder = value,
             Choice::FollowUp => choices.follow_up = value,
+            Choice::Progress => choices.progress = value,
         }
         self.choices = Some(choices);
         Ok(())
@@ -133,6 +134,21 @@ impl Session {
         FollowUp::from_name(chosen).unwrap_or_else(|| {
             let default_name = default.name();
             warn!(chat = %self.chat, chosen, default = default_name, "unknown stored follow-up choice; using the default");
+            default
+        })
+    }
+
+    /// How this chat sees a running turn: its choice, else the default; like
+    /// [`Session::follow_up`], an unknown stored choice is logged and the default used.
+    pub fn progress(&self) -> Progress {
+        let default = self.ctx.settings.progress;
+        let chosen = self.choices.as_ref().and_then(|c| c.progress.as_deref());
+        let Some(chosen) = chosen else {
+            return default;
+        };
+        Progress::from_name(chosen).unwrap_or_else(|| {
+            let default_name = default.name();
+            warn!(chat = %self.chat, chosen, default = default_name, "unknown stored progress choice; using the default");
             default
         })
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::codex::{Codex, CodexError};
 use crate::config::{
-    ApprovalPolicy, ChatConfig, CodexConfig, FollowUp, SandboxMode, WorkspaceMode,
+    ApprovalPolicy, ChatConfig, CodexConfig, FollowUp, Progress, SandboxMode, WorkspaceMode,
 };
 use crate::hygiene::Policy;
 use crate::metrics::Metrics;
@@ -34,7 +34,10 @@ pub struct SessionSettings {
     pub model: Option<String>,
     pub approval_policy: ApprovalPolicy,
     pub sandbox: SandboxMode,
+    /// A turn silent this long is interrupted.
     pub turn_timeout: Duration,
+    /// No turn runs longer than this, busy or not.
+    pub max_turn: Option<Duration>,
     pub approval_timeout: Duration,
     pub max_queued: usize,
     /// Folders a chat may move to with `/cwd` (empty: it only shows its folder).
@@ -43,6 +46,8 @@ pub struct SessionSettings {
     pub chat_folders: std::collections::BTreeMap<String, PathBuf>,
     /// What a message sent during a turn does in chats that did not choose.
     pub follow_up: FollowUp,
+    /// How a running turn is shown in chats that did not choose.
+    pub progress: Progress,
     /// Larger files sent to Codex are refused.
     pub max_attachment_bytes: u64,
     /// How long a message waits for its chat's unreachable Codex worker.
@@ -58,11 +63,13 @@ impl SessionSettings {
             approval_policy: codex.approval_policy,
             sandbox: codex.sandbox,
             turn_timeout: Duration::from_secs(codex.turn_timeout_secs),
+            max_turn: codex.max_turn_secs.map(Duration::from_secs),
             approval_timeout: Duration::from_secs(codex.approval_timeout_secs),
             max_queued: codex.max_queued_messages,
             project_roots: codex.project_roots.clone(),
             chat_folders: codex.chat_folders.clone(),
             follow_up: chat.follow_up,
+            progress: chat.progress,
             max_attachment_bytes: chat.max_attachment_mb * 1024 * 1024,
             worker_wait: Duration::from_secs(codex.worker_wait_secs),
         }

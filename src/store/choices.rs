@@ -15,6 +15,8 @@ pub struct ChatChoices {
     pub folder: Option<String>,
     /// `steer` or `queue`.
     pub follow_up: Option<String>,
+    /// `status`, `verbose` or `quiet`.
+    pub progress: Option<String>,
 }
 
 /// One of the choices.
@@ -24,6 +26,7 @@ pub enum Choice {
     Effort,
     Folder,
     FollowUp,
+    Progress,
 }
 
 impl Choice {
@@ -51,6 +54,11 @@ impl Choice {
                  VALUES (?1, '', ?2, ?2, ?3)
                  ON CONFLICT (chat_key) DO UPDATE SET follow_up = excluded.follow_up"
             }
+            Choice::Progress => {
+                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, progress)
+                 VALUES (?1, '', ?2, ?2, ?3)
+                 ON CONFLICT (chat_key) DO UPDATE SET progress = excluded.progress"
+            }
         }
     }
 }
@@ -58,11 +66,12 @@ impl Choice {
 impl Store {
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn choices(&self, chat: &ChatKey) -> Result<ChatChoices, StoreError> {
-        let choices =
-            sqlx::query_as("SELECT model, effort, folder, follow_up FROM chats WHERE chat_key = ?")
-                .bind(chat.to_string())
-                .fetch_optional(&self.pool)
-                .await?;
+        let choices = sqlx::query_as(
+            "SELECT model, effort, folder, follow_up, progress FROM chats WHERE chat_key = ?",
+        )
+        .bind(chat.to_string())
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(choices.unwrap_or_default())
     }
 

@@ -100,6 +100,22 @@ pub enum Reply {
     },
     /// An HTTP error status.
     Fail(u16),
+    /// Several output items in one response, as a real model's round: commentary,
+    /// then the tool calls that follow it.
+    Round(Vec<Output>),
+}
+
+/// One output item of a `Reply::Round`.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// An assistant message; `phase` is `commentary` or `final_answer` (none: an older model).
+    Message {
+        text: String,
+        phase: Option<&'static str>,
+    },
+    /// An `exec_command` call (a file change is `apply_patch` through it, as Codex
+    /// 0.171 runs it for models without the freeform tool).
+    Exec(String),
 }
 
 pub type Brain = Arc<dyn Fn(&ModelRequest) -> Reply + Send + Sync>;
@@ -276,6 +292,7 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
         }
         Reply::Text(text) => message_events(&[text.as_str()], tokens),
         Reply::Exec(command) => tool_call_events(&command, tokens),
+        Reply::Round(outputs) => round_events(&outputs, tokens),
         Reply::Slow {
             text,
             chunks,
@@ -355,6 +372,46 @@ fn tool_call_events(command: &str, input_tokens: i64) -> Vec<String> {
         ),
         completed(input_tokens),
     ]
+}
+
+/// Events of one response made of several output items, in order.
+fn round_events(outputs: &[Output], input_tokens: i64) -> Vec<String> {
+    let mut events = vec![created()];
+    for (index, output) in outputs.iter().enumerate() {
+        let id = rand_id();
+        let item = match output {
+            Output::Message { text, phase } => {
+                let mut item = json!({"type": "message", "role": "assistant", "id": format!("msg_{id}"),
+                    "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]});
+                if let Some(phase) = phase {
+                    item["phase"] = json!(phase);
+                }
+                let mut added = item.clone();
+                added["status"] = json!("in_progress");
+                added["content"] = json!([]);
+                events.push(event(
+                    "response.output_item.added",
+                    json!({"output_index": index, "item": added}),
+                ));
+                events.push(event(
+                    "response.output_text.delta",
+                    json!({"item_id": format!("msg_{id}"), "output_index": index, "content_index": 0, "delta": text}),
+                ));
+                item
+            }
+            Output::Exec(command) => {
+                let arguments = json!({"cmd": command, "yield_time_ms": 10000}).to_string();
+                json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"),
+                    "name": "exec_command", "arguments": arguments, "status": "completed"})
+            }
+        };
+        events.push(event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+    }
+    events.push(completed(input_tokens));
+    events
 }
 
 fn rand_id() -> u64 {

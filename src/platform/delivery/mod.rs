@@ -1,9 +1,9 @@
 //! Delivering answers to a chat platform: one worker per chat, so a slow chat never holds
 //! up another. A quick answer is one message; a turn still running after the first-flush
-//! delay streams into one message edited at most once per interval, and its final text
-//! replaces it exactly, split at the platform's limit with code fences balanced. Every
-//! turn's answer starts a new message, and a platform outage longer than the retry policy
-//! holds the final answer back until it passes, not away.
+//! delay shows one status message edited at most once per interval, which becomes the
+//! turn's summary line when it ends. The answer is always a new message (the one that
+//! notifies), split at the platform's limit with code fences balanced, and a platform
+//! outage longer than the retry policy holds it back until it passes, not away.
 
 mod worker;
 
@@ -107,14 +107,14 @@ pub trait Sink: Send + Sync + 'static {
     }
 }
 
-/// The newest streamed text of a chat, not yet taken by its worker: a slow platform holds
-/// one text per chat, not every delta.
+/// The newest status of a chat's running turn, not yet taken by its worker: a slow
+/// platform holds one status per chat, not every change.
 pub(super) type Latest = Arc<Mutex<Option<String>>>;
 
 /// What a worker is handed.
 pub(super) enum Job {
     Event(OutboundKind),
-    /// Newer streamed text waits in `Latest`.
+    /// A newer status waits in `Latest`.
     Streamed,
 }
 
@@ -126,7 +126,7 @@ struct WorkerHandle {
 impl WorkerHandle {
     fn hand_over(&self, kind: OutboundKind) {
         let job = match kind {
-            OutboundKind::Partial(text) => {
+            OutboundKind::Status(text) => {
                 let waiting = self.latest.lock().expect("lock").replace(text);
                 if waiting.is_some() {
                     return; // the worker has not taken the older text yet: replaced
@@ -184,7 +184,7 @@ mod tests {
             latest: Latest::default(),
         };
         for text in ["a", "ab", "abc"] {
-            worker.hand_over(OutboundKind::Partial(text.into()));
+            worker.hand_over(OutboundKind::Status(text.into()));
         }
         worker.hand_over(OutboundKind::Reply("abc!".into()));
         assert!(matches!(handed.try_recv(), Ok(Job::Streamed)));

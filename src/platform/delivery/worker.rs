@@ -1,4 +1,4 @@
-//! One chat's delivery: typing, the streamed message of the running turn, and everything
+//! One chat's delivery: typing, the status message of the running turn, and everything
 //! else in the order the router sent it.
 
 use std::time::Duration;
@@ -26,9 +26,9 @@ struct TroubleLine<Id> {
     last_edit: Instant,
 }
 
-/// The running turn's text on its way to the chat.
+/// The running turn's status on its way to the chat.
 enum Stream<Id> {
-    /// Not shown yet: the turn may end before `show_at`, and then its answer is sent once.
+    /// Not shown yet: the turn may end before `show_at`, and then only its answer is sent.
     Held { text: String, show_at: Instant },
     /// Shown in one message, edited at most once per interval.
     Shown {
@@ -69,7 +69,7 @@ impl<S: Sink> Worker<S> {
                     Some(Job::Streamed) => {
                         let text = self.latest.lock().expect("lock").take();
                         if let Some(text) = text {
-                            self.handle(OutboundKind::Partial(text)).await;
+                            self.handle(OutboundKind::Status(text)).await;
                         }
                     }
                     Some(Job::Event(event)) => {
@@ -105,11 +105,11 @@ impl<S: Sink> Worker<S> {
     async fn handle(&mut self, event: OutboundKind) {
         match event {
             OutboundKind::Working(working) => self.typing = working,
-            OutboundKind::Partial(text) => self.stream_text(text),
-            OutboundKind::Reply(text) => self.finish_reply(&text).await,
-            OutboundKind::TurnEnded { marker } => {
+            OutboundKind::Status(text) => self.stream_text(text),
+            OutboundKind::Reply(text) => self.send_answer(&text).await,
+            OutboundKind::TurnEnded { summary } => {
                 self.trouble = None; // the next turn's trouble is news again
-                self.end_stream(marker.as_deref()).await
+                self.end_stream(&summary).await
             }
             OutboundKind::Trouble(line) => self.show_trouble(&line).await,
             OutboundKind::Notice(text) => self.sink.notice(&text).await,
@@ -159,6 +159,7 @@ impl<S: Sink> Worker<S> {
                 self.stream = Some(Stream::Held { text, show_at });
             }
             Some(Stream::Held { text: held, .. }) => *held = text,
+            Some(Stream::Shown { shown, .. }) if *shown == text => {}
             Some(Stream::Shown { pending, .. }) => *pending = Some(text),
         }
     }
@@ -194,11 +195,20 @@ impl<S: Sink> Worker<S> {
         }
     }
 
-    /// The final text: a held stream is dropped and the answer sent whole; a shown one
-    /// becomes its first piece (after the edit interval), further pieces follow.
-    async fn finish_reply(&mut self, text: &str) {
-        let pieces = render::split(text, S::LIMIT, S::units);
-        let mut pieces = pieces.iter();
+    /// The answer: always new messages, so the phone notifies; a held status is
+    /// dropped (a quick turn is its answer alone), a shown one stays for its summary.
+    async fn send_answer(&mut self, text: &str) {
+        if matches!(self.stream, Some(Stream::Held { .. })) {
+            self.stream = None;
+        }
+        for piece in render::split(text, S::LIMIT, S::units) {
+            let _ = patiently(|| self.sink.send_reply(&piece)).await;
+        }
+    }
+
+    /// The turn is over: a shown status becomes its summary line, a held one is dropped,
+    /// and the next turn starts a new status message.
+    async fn end_stream(&mut self, summary: &str) {
         if let Some(Stream::Shown {
             message_id,
             last_edit,
@@ -206,39 +216,8 @@ impl<S: Sink> Worker<S> {
         }) = self.stream.take()
         {
             tokio::time::sleep_until(last_edit + self.pace.edit_interval).await;
-            if let Some(first) = pieces.next() {
-                let _ = patiently(|| self.sink.edit_reply(message_id, first)).await;
-            }
-        }
-        for piece in pieces {
-            let _ = patiently(|| self.sink.send_reply(piece)).await;
-        }
-    }
-
-    /// The turn is over without (or after) its final reply: the streamed message keeps
-    /// its last text plus the marker, and the next turn starts a new message.
-    async fn end_stream(&mut self, marker: Option<&str>) {
-        let suffix = marker.map(|m| format!("\n\n({m})")).unwrap_or_default();
-        match self.stream.take() {
-            None => {}
-            Some(Stream::Held { text, .. }) => {
-                let text = preview::<S>(&text, &suffix);
-                let _ = patiently(|| self.sink.send(&text)).await;
-            }
-            Some(Stream::Shown {
-                message_id,
-                shown,
-                last_edit,
-                pending,
-            }) => {
-                if suffix.is_empty() && pending.is_none() {
-                    return; // the message already shows the last text
-                }
-                let text = pending.unwrap_or(shown);
-                tokio::time::sleep_until(last_edit + self.pace.edit_interval).await;
-                let text = preview::<S>(&text, &suffix);
-                let _ = patiently(|| self.sink.edit(message_id, &text)).await;
-            }
+            let summary = preview::<S>(summary, "");
+            let _ = patiently(|| self.sink.edit(message_id, &summary)).await;
         }
     }
 }

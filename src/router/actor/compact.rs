@@ -63,7 +63,7 @@ impl Actor {
         let Some(compacting) = self.session.start_compaction().await? else {
             return Ok(None);
         };
-        let outcome = self.wait_for_turn(replies, None).await;
+        let outcome = self.wait_for_turn(replies, None, false).await;
         match &outcome.end {
             TurnEnd::ProcessLost => self.session.lose_live_thread(),
             TurnEnd::Abandoned => self.session.unload().await,

@@ -38,6 +38,14 @@ impl Actor {
         }
         replies.choices(texts::files_offered(&offered), "get", offered);
     }
+
+    /// `/diff`: the last turn's changes as a `.diff` file.
+    pub(super) fn send_diff(&self, replies: &Replies<'_>) {
+        match &self.last_diff {
+            Some(diff) => replies.file("last-turn.diff".into(), diff.clone().into_bytes()),
+            None => replies.notice(texts::NO_DIFF),
+        }
+    }
 }
 
 /// The files of `changed` (absolute) inside `folder` that `reply` names, by their path in

@@ -1,6 +1,8 @@
 //! Following a running turn: feeds the turn's state machine from Codex, the mailbox, the
 //! clocks and shutdown, and carries out what it asks for.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -14,26 +16,55 @@ use crate::router::approvals::codex_decision;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{Effect, Input, TurnOutcome, TurnTracker};
+use crate::session::Progress;
+
+/// How often a running turn's status is drawn again for its clock, when nothing else
+/// changed it.
+const STATUS_TICK: Duration = Duration::from_secs(5);
 
 impl Actor {
-    /// Follows the thread's events until the turn ends. With `turn_id` unknown
-    /// (compaction), the first turn that starts is the one followed.
+    /// Follows the thread's events until the turn ends; with `live`, the chat sees the
+    /// turn's status as it goes. With `turn_id` unknown (compaction), the first turn that
+    /// starts is the one followed.
     pub(super) async fn wait_for_turn(
         &mut self,
         replies: &Replies<'_>,
         turn_id: Option<String>,
+        live: bool,
     ) -> TurnOutcome {
         replies.send(OutboundKind::Working(true));
-        let outcome = self.follow_turn(replies, turn_id).await;
+        let progress = match live {
+            true => self.session.progress(),
+            false => Progress::Quiet,
+        };
+        let outcome = self.follow_turn(replies, turn_id, progress).await;
         // Requests of a finished turn can no longer be answered; dropping declines them.
         self.approvals.clear();
         replies.send(OutboundKind::Working(false));
         outcome
     }
 
-    async fn follow_turn(&mut self, replies: &Replies<'_>, turn_id: Option<String>) -> TurnOutcome {
+    async fn follow_turn(
+        &mut self,
+        replies: &Replies<'_>,
+        turn_id: Option<String>,
+        progress: Progress,
+    ) -> TurnOutcome {
         let turn_timeout = self.ctx.settings.turn_timeout;
+        let max_turn = self.ctx.settings.max_turn;
+        let started = Instant::now();
         let mut tracker = TurnTracker::new(turn_id, turn_timeout);
+        let show_status = |tracker: &TurnTracker| {
+            if progress != Progress::Quiet {
+                let verbose = progress == Progress::Verbose;
+                let text = texts::live_status(tracker.work(), started.elapsed(), verbose);
+                replies.send(OutboundKind::Status(text));
+            }
+        };
+        let mut clock = tokio::time::interval_at(started + STATUS_TICK, STATUS_TICK);
+        let cap = deadline::sleep_until(max_turn.map(|limit| started + limit));
+        tokio::pin!(cap);
+        let mut capped = false;
         let mut abort = self.abort.clone();
         // Shutdown may have run out of time while the turn was being started.
         let mut aborted = *abort.borrow();
@@ -84,17 +115,33 @@ impl Actor {
                     warn!(chat = %self.chat, ?turn_timeout, "turn deadline passed");
                     Input::Deadline
                 }
+                () = &mut cap, if !capped => {
+                    capped = true;
+                    warn!(chat = %self.chat, ?max_turn, "turn ran past max_turn_secs");
+                    Input::Cap(max_turn.unwrap_or_default())
+                }
+                _ = clock.tick() => {
+                    show_status(&tracker);
+                    continue;
+                }
                 }
             };
+            // Any news of the turn means Codex is at work: the deadline counts silence.
+            if matches!(input, Input::Codex(_)) && tracker.deadline_counts_silence() {
+                deadline.as_mut().reset(Instant::now() + turn_timeout);
+            }
             for effect in tracker.step(input) {
                 match effect {
                     Effect::Show(kind) => replies.send(kind),
+                    Effect::Status => show_status(&tracker),
                     Effect::Interrupt { turn_id } => self.interrupt(&turn_id).await,
                     Effect::Deadline(after) => deadline.as_mut().reset(Instant::now() + after),
                 }
             }
         }
-        tracker.into_outcome()
+        let mut outcome = tracker.into_outcome();
+        outcome.elapsed = started.elapsed();
+        outcome
     }
 
     async fn interrupt(&self, turn_id: &str) {

@@ -62,7 +62,9 @@ impl Actor {
         if started.replaced {
             replies.notice(texts::THREAD_REPLACED);
         }
-        let outcome = self.wait_for_turn(replies, Some(started.turn_id)).await;
+        let outcome = self
+            .wait_for_turn(replies, Some(started.turn_id), true)
+            .await;
         let TurnEnd::Completed { status, error } = &outcome.end else {
             return self.lost_turn(replies, &outcome.end).await;
         };
@@ -73,17 +75,25 @@ impl Actor {
             TurnStatus::Interrupted if !outcome.timed_out => replies.notice(texts::STOPPED),
             _ => {}
         }
-        let reply = outcome.replies.join("\n\n");
-        // The reply goes out first; the turn's one write follows it (the thread id was
-        // written when the thread started).
-        match reply.is_empty() {
-            true if *status == TurnStatus::Completed => replies.notice(texts::NO_REPLY),
-            true => {}
-            false => replies.send(OutboundKind::Reply(reply.clone())),
-        }
         let marker = texts::turn_marker(*status, outcome.timed_out, error.as_deref());
-        replies.send(OutboundKind::TurnEnded { marker });
-        self.offer_files(replies, &outcome.changed_files, &reply);
+        // The answer goes out first, saying how a turn cut short ended; the turn's one
+        // write follows it (the thread id was written when the thread started).
+        let reply = outcome.answer.clone();
+        match (reply.is_empty(), &marker) {
+            (true, _) if *status == TurnStatus::Completed => replies.notice(texts::NO_REPLY),
+            (true, _) => {}
+            (false, Some(marker)) => {
+                replies.send(OutboundKind::Reply(format!("{reply}\n\n({marker})")))
+            }
+            (false, None) => replies.send(OutboundKind::Reply(reply.clone())),
+        }
+        let completed = *status == TurnStatus::Completed;
+        let summary = texts::work_summary(&outcome.work, outcome.elapsed, completed);
+        replies.send(OutboundKind::TurnEnded { summary });
+        self.offer_files(replies, &outcome.work.files, &reply);
+        if outcome.work.diff.is_some() {
+            self.last_diff = outcome.work.diff.clone();
+        }
         let record = self.record_turn(&outcome, &reply).await;
         if let Some(record) = record {
             self.hygiene(replies, &record).await;
@@ -128,9 +138,9 @@ impl Actor {
             self.session.unload().await;
             replies.notice(texts::TURN_ABANDONED);
         }
-        let marker = texts::lost_turn_marker(*end == TurnEnd::ProcessLost);
+        let summary = texts::lost_turn_marker(*end == TurnEnd::ProcessLost);
         replies.send(OutboundKind::TurnEnded {
-            marker: Some(marker.into()),
+            summary: summary.into(),
         });
     }
 }

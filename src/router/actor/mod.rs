@@ -29,7 +29,7 @@ use super::command::{self, Command, CommandSpec, Input};
 use super::replies::Replies;
 use super::texts;
 use crate::chat::{ChatKey, Decision, Inbound};
-use crate::session::{Context, FollowUp, Prompt, Session, SessionError, TurnRequest};
+use crate::session::{Context, FollowUp, Progress, Prompt, Session, SessionError, TurnRequest};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),
@@ -71,6 +71,8 @@ pub(super) struct Actor {
     activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
     abort: watch::Receiver<bool>,
+    /// The unified diff of the last turn that changed files, for `/diff`.
+    last_diff: Option<String>,
 }
 
 impl Actor {
@@ -86,6 +88,7 @@ impl Actor {
             _alive: parts.alive,
             activity: parts.activity,
             abort: parts.abort,
+            last_diff: None,
         }
     }
 
@@ -210,6 +213,9 @@ impl Actor {
             Command::Get(path) => self.get(replies, &path).await,
             Command::Steer => self.choose_follow_up(replies, FollowUp::Steer).await,
             Command::Queue => self.choose_follow_up(replies, FollowUp::Queue).await,
+            Command::Verbose => self.toggle_progress(replies, Progress::Verbose).await,
+            Command::Quiet => self.toggle_progress(replies, Progress::Quiet).await,
+            Command::Diff => self.send_diff(replies),
         }
     }
 

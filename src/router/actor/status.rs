@@ -45,6 +45,7 @@ impl Actor {
             model,
             effort: choices.effort,
             follow_up: self.session.follow_up(),
+            progress: self.session.progress(),
             rate_limits,
         })
     }

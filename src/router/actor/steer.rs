@@ -7,7 +7,7 @@ use super::{Actor, ActorMsg};
 use crate::chat::Inbound;
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::session::{Choice, FollowUp};
+use crate::session::{Choice, FollowUp, Progress};
 
 impl Actor {
     /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.
@@ -15,6 +15,26 @@ impl Actor {
         let value = follow_up.name();
         match self.session.choose(Choice::FollowUp, Some(value)).await {
             Ok(()) => replies.notice(texts::follow_up_chosen(follow_up)),
+            Err(error) => self.report(replies, &error.into()),
+        }
+    }
+
+    /// `/verbose` or `/quiet`: switches this chat to `progress`, or back to the short
+    /// status when it is on already.
+    pub(super) async fn toggle_progress(&mut self, replies: &Replies<'_>, progress: Progress) {
+        if let Err(error) = self.session.choices().await {
+            return self.report(replies, &error.into());
+        }
+        let chosen = match self.session.progress() == progress {
+            true => Progress::Status,
+            false => progress,
+        };
+        match self
+            .session
+            .choose(Choice::Progress, Some(chosen.name()))
+            .await
+        {
+            Ok(()) => replies.notice(texts::progress_chosen(chosen)),
             Err(error) => self.report(replies, &error.into()),
         }
     }
