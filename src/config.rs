@@ -62,20 +62,9 @@ pub enum FollowUp {
     Queue,
 }
 
-impl FollowUp {
-    const NAMES: [(FollowUp, &'static str); 2] =
-        [(FollowUp::Steer, "steer"), (FollowUp::Queue, "queue")];
-
-    /// Its name in the config and in a chat's stored choice.
-    pub fn name(self) -> &'static str {
-        let entry = Self::NAMES.iter().find(|(value, _)| *value == self);
-        entry.expect("every variant has a name").1
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        let entry = Self::NAMES.iter().find(|(_, n)| *n == name);
-        entry.map(|(value, _)| *value)
-    }
+impl NamedChoice for FollowUp {
+    const NAMES: &'static [(FollowUp, &'static str)] =
+        &[(FollowUp::Steer, "steer"), (FollowUp::Queue, "queue")];
 }
 
 /// How much of a running turn a chat sees.
@@ -90,20 +79,25 @@ pub enum Progress {
     Quiet,
 }
 
-impl Progress {
-    const NAMES: [(Progress, &'static str); 3] = [
+impl NamedChoice for Progress {
+    const NAMES: &'static [(Progress, &'static str)] = &[
         (Progress::Status, "status"),
         (Progress::Verbose, "verbose"),
         (Progress::Quiet, "quiet"),
     ];
+}
 
-    /// Its name in the config and in a chat's stored choice.
-    pub fn name(self) -> &'static str {
+/// A per-chat choice with a default in the config: its name is the config's spelling
+/// and what the store keeps for a chat that chose it.
+pub trait NamedChoice: Copy + PartialEq + 'static {
+    const NAMES: &'static [(Self, &'static str)];
+
+    fn name(self) -> &'static str {
         let entry = Self::NAMES.iter().find(|(value, _)| *value == self);
         entry.expect("every variant has a name").1
     }
 
-    pub fn from_name(name: &str) -> Option<Self> {
+    fn from_name(name: &str) -> Option<Self> {
         let entry = Self::NAMES.iter().find(|(_, n)| *n == name);
         entry.map(|(value, _)| *value)
     }

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use codex_gateway::config::Config;
 use serde_json::{Value, json};
 use support::discord::{BOT_ID, FakeDiscord};
 use support::telegram::FakeTelegram;
@@ -27,15 +26,6 @@ const PNG: &[u8] = &[
     0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE,
     0x42, 0x60, 0x82,
 ];
-
-fn telegram_config(env: &TestEnv, telegram: &FakeTelegram) -> Config {
-    let mut config = env.config();
-    config.telegram.enabled = true;
-    config.telegram.token = Some(secret("123:TEST"));
-    config.telegram.api_url = telegram.url.clone();
-    config.telegram.allowed_users = vec![ALICE];
-    config
-}
 
 /// The images a model request carries, as the data URLs Codex made of them.
 fn images(request: &ModelRequest) -> Vec<String> {
@@ -61,7 +51,7 @@ fn png_data_url() -> String {
 async fn a_telegram_photo_reaches_the_model_as_an_image() {
     let env = TestEnv::new().await;
     let tg = FakeTelegram::start().await;
-    let gateway = Gateway::start(&telegram_config(&env, &tg));
+    let gateway = Gateway::start(&env.telegram_config(&tg, ALICE));
     tg.add_file("small", b"not the one to fetch");
     tg.add_file("large", PNG);
     let (mut small, mut large) = (tg.file_meta("small"), tg.file_meta("large"));
@@ -100,7 +90,7 @@ async fn a_telegram_photo_reaches_the_model_as_an_image() {
 async fn a_document_lands_in_the_chats_folder_without_clobbering() {
     let env = TestEnv::new().await;
     let tg = FakeTelegram::start().await;
-    let gateway = Gateway::start(&telegram_config(&env, &tg));
+    let gateway = Gateway::start(&env.telegram_config(&tg, ALICE));
     let report = b"quarterly numbers: 42\nsecond line\n";
     tg.add_file("r1", report);
     let mut document = tg.file_meta("r1");
@@ -139,7 +129,7 @@ async fn a_document_lands_in_the_chats_folder_without_clobbering() {
 async fn a_file_over_the_limit_is_refused_unfetched() {
     let env = TestEnv::new().await;
     let tg = FakeTelegram::start().await;
-    let gateway = Gateway::start(&telegram_config(&env, &tg));
+    let gateway = Gateway::start(&env.telegram_config(&tg, ALICE));
     let document = json!({"file_id": "huge", "file_unique_id": "u-huge",
         "file_size": 25 * 1024 * 1024, "file_name": "dump.bin"});
     tg.dm_with(ALICE, "look at this", json!({"document": document}));
@@ -198,7 +188,7 @@ async fn a_voice_note_is_transcribed_shown_and_sent_as_text() {
     let env = TestEnv::new().await;
     let tg = FakeTelegram::start().await;
     let (url, heard) = transcription_service("please list the files").await;
-    let mut config = telegram_config(&env, &tg);
+    let mut config = env.telegram_config(&tg, ALICE);
     // Without transcription, a voice note gets a clear answer and nothing else happens.
     let gateway = Gateway::start(&config);
     tg.add_file("v1", b"OggS fake opus");
@@ -238,7 +228,7 @@ async fn a_voice_note_is_transcribed_shown_and_sent_as_text() {
 async fn a_transcription_failure_is_told_and_the_chat_goes_on() {
     let env = TestEnv::new().await;
     let tg = FakeTelegram::start().await;
-    let mut config = telegram_config(&env, &tg);
+    let mut config = env.telegram_config(&tg, ALICE);
     // Nothing listens there.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!(
@@ -284,7 +274,7 @@ fn writing_brain() -> support::Brain {
 async fn files_a_turn_wrote_are_offered_with_get_buttons() {
     let env = TestEnv::with_brain(writing_brain()).await;
     let tg = FakeTelegram::start().await;
-    let gateway = Gateway::start(&telegram_config(&env, &tg));
+    let gateway = Gateway::start(&env.telegram_config(&tg, ALICE));
     tg.dm(ALICE, "write made.txt");
     tg.wait_for_text(ALICE, |t| t.contains("I wrote made.txt"))
         .await;

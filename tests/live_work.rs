@@ -12,6 +12,7 @@ use support::telegram::FakeTelegram;
 use support::{Gateway, TestEnv};
 
 const ALICE: i64 = 1001;
+const GROUP: i64 = -100500;
 const ANSWER: &str = "Done with the repo: fixed.txt now says fixed.";
 
 /// "work: …" is a turn of three commentary-and-command rounds, a file change and a final
@@ -50,24 +51,24 @@ fn working_brain() -> Brain {
 async fn setup() -> (TestEnv, FakeTelegram, codex_gateway::config::Config) {
     let env = TestEnv::with_brain(working_brain()).await;
     let telegram = FakeTelegram::start().await;
-    let mut config = env.config();
-    config.telegram.enabled = true;
-    config.telegram.token = Some(support::secret("123:TEST"));
-    config.telegram.api_url = telegram.url.clone();
-    config.telegram.allowed_users = vec![ALICE];
+    let config = env.telegram_config(&telegram, ALICE);
     (env, telegram, config)
 }
 
-/// Every text the bot sent or edited to, with when.
-fn shown(tg: &FakeTelegram) -> Vec<(std::time::Instant, String)> {
+/// Every text the bot sent or edited to in `chat`, with when.
+fn shown_in(tg: &FakeTelegram, chat: i64) -> Vec<(std::time::Instant, String)> {
     let mut shown: Vec<_> = ["sendMessage", "editMessageText"]
         .into_iter()
         .flat_map(|method| tg.calls(method))
-        .filter(|call| call.body["chat_id"] == ALICE)
+        .filter(|call| call.body["chat_id"] == chat)
         .map(|call| (call.at, call.body["text"].as_str().unwrap_or("").to_owned()))
         .collect();
     shown.sort_by_key(|(at, _)| *at);
     shown
+}
+
+fn shown(tg: &FakeTelegram) -> Vec<(std::time::Instant, String)> {
+    shown_in(tg, ALICE)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,6 +133,11 @@ async fn a_long_turn_shows_its_commands_live_and_answers_in_a_new_message() {
     .await;
     gateway.stop().await;
     let gateway = Gateway::start(&config);
+    // The diff is kept across the restart.
+    tg.dm(ALICE, "/diff");
+    let is_diff = |b: &Value| b["document"]["file_name"] == "last-turn.diff";
+    let sent = tg.wait_for_calls("sendDocument", 2, is_diff).await;
+    assert_eq!(sent[1].body["document"]["content"], diff);
     new_thread(&tg, 1).await;
     let statuses_before = count_statuses(&tg);
     tg.dm(ALICE, "work: quietly");
@@ -157,6 +163,40 @@ async fn a_long_turn_shows_its_commands_live_and_answers_in_a_new_message() {
         .into_iter()
         .any(|(_, t)| t.contains("Log:") && t.contains("$ sleep 2; echo step-1 (exit 0)"));
     assert!(logged, "the verbose status lists no command");
+}
+
+/// A Telegram group takes 20 messages a minute from a bot: the status is edited at most
+/// every 3 s there, and nothing is refused with 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_status_is_edited_within_the_groups_limit() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    let bot = support::telegram::BOT_USERNAME;
+    tg.group_message(GROUP, ALICE, &format!("@{bot} work: in the group"), None);
+    tg.wait_for_text(GROUP, |t| t == ANSWER).await;
+    tg.wait_for_text(GROUP, |t| t.starts_with("Worked ")).await;
+    gateway.stop().await;
+
+    let edits: Vec<_> = tg
+        .calls("editMessageText")
+        .into_iter()
+        .filter(|call| call.body["chat_id"] == GROUP)
+        .collect();
+    assert!(edits.len() >= 2, "the status was hardly edited: {edits:#?}");
+    for pair in edits.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        assert!(
+            gap >= std::time::Duration::from_secs(3),
+            "edits {gap:?} apart"
+        );
+    }
+    let refused = tg.calls("sendMessage").into_iter().chain(edits);
+    assert!(refused.filter(|call| call.rate_limited).count() == 0);
+    assert!(
+        shown_in(&tg, GROUP)
+            .iter()
+            .any(|(_, t)| t.contains("running: sleep 2"))
+    );
 }
 
 /// `/new`, so the next "work:" turn's rounds count from zero; `nth` new thread.

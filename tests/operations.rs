@@ -25,12 +25,8 @@ async fn health_and_metrics_reflect_a_real_conversation() {
     let env = TestEnv::new().await;
     let telegram = FakeTelegram::start().await;
     let port = free_port();
-    let mut config = env.config();
+    let mut config = env.telegram_config(&telegram, ALICE);
     config.server.listen = format!("127.0.0.1:{port}");
-    config.telegram.enabled = true;
-    config.telegram.token = Some(support::secret("123:TEST"));
-    config.telegram.api_url = telegram.url.clone();
-    config.telegram.allowed_users = vec![ALICE];
     let gateway = Gateway::start(&config);
     wait_healthy(port).await;
 
@@ -349,12 +345,8 @@ async fn telegram_polls_while_codex_starts_and_early_messages_wait_for_it() {
         marker,
         support::codex_binary()
     );
-    let mut config = env.config();
+    let mut config = env.telegram_config(&telegram, ALICE);
     config.codex.binary = fake_app_server(&env, "slow-codex", &script);
-    config.telegram.enabled = true;
-    config.telegram.token = Some(support::secret("123:TEST"));
-    config.telegram.api_url = telegram.url.clone();
-    config.telegram.allowed_users = vec![ALICE];
     let gateway = Gateway::start(&config);
     while telegram.polls().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -16,20 +16,11 @@ const MALLORY: i64 = 2002;
 const STRANGER: i64 = 3003;
 const GROUP: i64 = -100500;
 
-fn config(env: &TestEnv, telegram: &FakeTelegram) -> Config {
-    let mut config = env.config();
-    config.telegram.enabled = true;
-    config.telegram.token = Some(support::secret("123:TEST"));
-    config.telegram.api_url = telegram.url.clone();
-    config.telegram.allowed_users = vec![ALICE];
-    config
-}
-
 async fn setup() -> (TestEnv, FakeTelegram, Config) {
     let env = TestEnv::new().await;
     std::fs::write(env.workspace().join("notes.txt"), "telegram-puffin-58").unwrap();
     let telegram = FakeTelegram::start().await;
-    let config = config(&env, &telegram);
+    let config = env.telegram_config(&telegram, ALICE);
     (env, telegram, config)
 }
 
@@ -749,7 +740,7 @@ async fn model_trouble_is_one_line_updated_in_place() {
         .replace("stream_max_retries = 0", "stream_max_retries = 2");
     std::fs::write(env.codex_home().join("config.toml"), retrying).unwrap();
     let tg = FakeTelegram::start().await;
-    let config = config(&env, &tg);
+    let config = env.telegram_config(&tg, ALICE);
     let gateway = Gateway::start(&config);
     tg.dm(ALICE, "are you there?");
     tg.wait_for_text(ALICE, |t| t.starts_with("Codex failed"))

@@ -215,6 +215,10 @@ pub fn progress_chosen(progress: Progress) -> &'static str {
 pub const NO_DIFF: &str =
     "Nothing to show: Codex reported no file changes in this chat's last turn.";
 
+/// `/diff` when the database could not be read.
+pub const DIFF_UNREADABLE: &str = "The gateway's database failed, so the last diff could not \
+    be read. Try again.";
+
 /// A timeout's notice for a turn that ran past `[codex] max_turn_secs`.
 pub fn turn_capped(limit: Duration) -> String {
     format!(

@@ -8,7 +8,7 @@ use tracing::warn;
 
 use super::{Session, SessionError};
 use crate::codex::{ModelInfo, PathKind, RateLimits, RealPath, TurnOverrides};
-use crate::config::{FollowUp, Progress};
+use crate::config::{FollowUp, NamedChoice, Progress};
 use crate::store::StoreError;
 pub use crate::store::{ChatChoices, Choice};
 
@@ -126,29 +126,24 @@ impl Session {
     /// choice this gateway does not know is logged and the default used: the message
     /// still runs.
     pub fn follow_up(&self) -> FollowUp {
-        let default = self.ctx.settings.follow_up;
         let chosen = self.choices.as_ref().and_then(|c| c.follow_up.as_deref());
-        let Some(chosen) = chosen else {
-            return default;
-        };
-        FollowUp::from_name(chosen).unwrap_or_else(|| {
-            let default_name = default.name();
-            warn!(chat = %self.chat, chosen, default = default_name, "unknown stored follow-up choice; using the default");
-            default
-        })
+        self.chosen_or_default(chosen, self.ctx.settings.follow_up, "follow-up")
     }
 
     /// How this chat sees a running turn: its choice, else the default; like
     /// [`Session::follow_up`], an unknown stored choice is logged and the default used.
     pub fn progress(&self) -> Progress {
-        let default = self.ctx.settings.progress;
         let chosen = self.choices.as_ref().and_then(|c| c.progress.as_deref());
+        self.chosen_or_default(chosen, self.ctx.settings.progress, "progress")
+    }
+
+    fn chosen_or_default<T: NamedChoice>(&self, chosen: Option<&str>, default: T, what: &str) -> T {
         let Some(chosen) = chosen else {
             return default;
         };
-        Progress::from_name(chosen).unwrap_or_else(|| {
+        T::from_name(chosen).unwrap_or_else(|| {
             let default_name = default.name();
-            warn!(chat = %self.chat, chosen, default = default_name, "unknown stored progress choice; using the default");
+            warn!(chat = %self.chat, chosen, default = default_name, what, "unknown stored choice; using the default");
             default
         })
     }

@@ -24,7 +24,7 @@ mod row;
 mod threads;
 
 /// What a message sent during a turn does: the config's default, or the chat's choice.
-pub use crate::config::{FollowUp, Progress};
+pub use crate::config::{FollowUp, NamedChoice, Progress};
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
 pub use choices::{ChatChoices, Choice, FolderRefusal};
 pub use context::{Context, SessionError, SessionSettings};
@@ -182,6 +182,7 @@ impl Session {
         &mut self,
         reply: Option<&str>,
         usage: Option<&TokenUsage>,
+        diff: Option<&str>,
     ) -> Result<Option<ChatRow>, StoreError> {
         self.persist_thread().await?;
         let thread_id = self.thread_id().unwrap_or_default();
@@ -190,6 +191,7 @@ impl Session {
             asked: &self.asked,
             reply,
             usage: usage.as_ref(),
+            diff,
         };
         let record = self
             .ctx
@@ -198,6 +200,11 @@ impl Session {
             .await?;
         self.asked.clear();
         Ok(record.map(ChatRow::from))
+    }
+
+    /// The diff of the chat's latest turn that changed files (`/diff`).
+    pub async fn last_diff(&self) -> Result<Option<String>, StoreError> {
+        self.ctx.store.last_diff(&self.chat).await
     }
 
     /// Records what was asked in a turn that ended without Codex closing it (its

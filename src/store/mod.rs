@@ -148,6 +148,15 @@ impl Store {
         Ok(row)
     }
 
+    /// The diff of the chat's latest turn that changed files.
+    pub async fn last_diff(&self, chat: &ChatKey) -> Result<Option<String>, StoreError> {
+        let diff = sqlx::query_scalar("SELECT last_diff FROM chats WHERE chat_key = ?")
+            .bind(chat.to_string())
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(diff.flatten())
+    }
+
     /// Makes `thread_id` the chat's thread; a replaced thread moves to the history in
     /// the same transaction.
     #[instrument(skip_all, fields(chat = %chat, thread_id))]
@@ -262,6 +271,7 @@ impl Store {
             asked,
             reply,
             usage,
+            diff,
         } = turn;
         let asked = asked.iter().map(|text| (Role::User, text.clone()));
         let lines = asked
@@ -273,6 +283,7 @@ impl Store {
             thread_id: thread_id.to_owned(),
             lines,
             usage: usage.copied(),
+            diff: diff.map(str::to_owned),
             written,
         };
         let closed = || StoreError::Query(sqlx::Error::PoolClosed);
@@ -605,6 +616,7 @@ mod tests {
             asked: &asked,
             reply: Some("answer"),
             usage: Some(&usage),
+            diff: Some("+fixed"),
         };
         let returned = store.finish_turn(&a, "ta", turn).await.unwrap();
         store
@@ -637,6 +649,16 @@ mod tests {
             (1, Some(42), Some(100), Some(1000))
         );
         assert_eq!(store.chat(&b).await.unwrap().unwrap().last_tokens, None);
+
+        let no_change = TurnRecord::default();
+        store.finish_turn(&a, "ta", no_change).await.unwrap();
+        let kept = store.last_diff(&a).await.unwrap();
+        assert_eq!(
+            kept.as_deref(),
+            Some("+fixed"),
+            "a turn without changes keeps it"
+        );
+        assert_eq!(store.last_diff(&b).await.unwrap(), None);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -667,6 +689,7 @@ mod tests {
                     asked: &asked,
                     reply: Some(&reply),
                     usage: Some(&usage),
+                    diff: None,
                 };
                 store
                     .finish_turn(&chat, &format!("t{i}"), turn)
@@ -700,6 +723,7 @@ mod tests {
             asked: &asked,
             reply: None,
             usage: None,
+            diff: None,
         };
         let c1 = key("c1");
         let (written, ()) = tokio::join!(late.finish_turn(&c1, "t1", turn), async {

@@ -44,6 +44,8 @@ pub struct TurnRecord<'a> {
     pub asked: &'a [String],
     pub reply: Option<&'a str>,
     pub usage: Option<&'a Usage>,
+    /// The turn's unified diff, when it changed files; kept for `/diff`.
+    pub diff: Option<&'a str>,
 }
 
 /// Token usage of a chat's thread, as the latest turn left it.

@@ -24,6 +24,7 @@ pub(super) struct FinishedTurn {
     pub(super) thread_id: String,
     pub(super) lines: Vec<(Role, String)>,
     pub(super) usage: Option<Usage>,
+    pub(super) diff: Option<String>,
     /// The chat's row as the write left it (`None`: the chat has no row).
     pub(super) written: oneshot::Sender<Result<Option<ChatRecord>, StoreError>>,
 }
@@ -104,7 +105,8 @@ async fn write_together(
             last_tokens = COALESCE(v.column2, last_tokens),
             total_tokens = COALESCE(v.column3, total_tokens),
             context_window = COALESCE(v.column4, context_window),
-            updated_at = v.column5
+            updated_at = v.column5,
+            last_diff = COALESCE(v.column6, last_diff)
          FROM (",
     );
     update.push_values(batch, |mut row, turn| {
@@ -113,7 +115,8 @@ async fn write_together(
             .push_bind(usage.map(|u| u.last_tokens))
             .push_bind(usage.map(|u| u.total_tokens))
             .push_bind(usage.and_then(|u| u.context_window))
-            .push_bind(at);
+            .push_bind(at)
+            .push_bind(turn.diff.as_deref());
     });
     update.push(
         ") AS v WHERE chats.chat_key = v.column1

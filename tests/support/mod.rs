@@ -98,6 +98,16 @@ impl TestEnv {
         config.codex.binary = codex_binary();
         config.codex.home = Some(self.codex_home());
         config
+    }
+
+    /// [`TestEnv::config`] with Telegram on `telegram`, `user` its one allowed user.
+    pub fn telegram_config(&self, telegram: &telegram::FakeTelegram, user: i64) -> Config {
+        let mut config = self.config();
+        config.telegram.enabled = true;
+        config.telegram.token = Some(secret("123:TEST"));
+        config.telegram.api_url = telegram.url.clone();
+        config.telegram.allowed_users = vec![user];
+        config
             .codex
             .env
             .insert("MOCK_API_KEY".into(), "test-key".into());

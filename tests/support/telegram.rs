@@ -1,6 +1,7 @@
 //! A fake Telegram Bot API on 127.0.0.1 that behaves like the real one at its defaults:
 //! getUpdates long polls are held for the full requested timeout, more than 30 sends or
-//! edits a second are answered with HTTP 429 and `retry_after`, errors come with their
+//! edits a second (or 20 a minute in one group) are answered with HTTP 429 and
+//! `retry_after`, errors come with their
 //! HTTP status (and, for server errors, Telegram's JSON or a proxy's HTML page), every
 //! call is recorded, and sends and edits are answered with full Message objects.
 
@@ -43,6 +44,8 @@ pub struct Poll {
 
 /// Sends and edits Telegram takes from one bot in a second.
 const SENDS_PER_SECOND: usize = 30;
+/// Sends and edits Telegram takes from one bot in one group in a minute.
+const GROUP_SENDS_PER_MINUTE: usize = 20;
 
 #[derive(Default)]
 struct Inner {
@@ -52,6 +55,8 @@ struct Inner {
     polls: Mutex<Vec<Poll>>,
     /// When recent sends and edits were accepted, for the per-second limit.
     recent_sends: Mutex<VecDeque<Instant>>,
+    /// The same for each group (negative chat id), for the per-minute limit.
+    recent_group_sends: Mutex<BTreeMap<i64, VecDeque<Instant>>>,
     /// Current text (or caption) of every message the bot sent, by message id, as sent.
     texts: Mutex<BTreeMap<i64, (i64, String)>>,
     /// Every message the bot sent as Telegram returns it (HTML parsed into entities).
@@ -539,7 +544,11 @@ async fn handle(
         method.as_str(),
         "sendmessage" | "editmessagetext" | "senddocument" | "editmessagecaption"
     );
-    let rate_limited = limited && !inner.take_send_slot();
+    let group_wait = match body["chat_id"].as_i64() {
+        Some(chat) if limited && chat < 0 => inner.take_group_slot(chat),
+        _ => None,
+    };
+    let rate_limited = limited && (group_wait.is_some() || !inner.take_send_slot());
     if method != "getupdates" {
         inner.calls.lock().unwrap().push(Call {
             method: method.clone(),
@@ -549,7 +558,7 @@ async fn handle(
         });
     }
     if rate_limited {
-        return Fault::api(rate_limit(1)).into_response();
+        return Fault::api(rate_limit(group_wait.unwrap_or(1))).into_response();
     }
     let keys = [method.clone(), format!("{method}+html")];
     let html = body["parse_mode"] == "HTML";
@@ -662,6 +671,27 @@ impl Inner {
         }
         self.messages.lock().unwrap().insert(id, message.clone());
         message
+    }
+
+    /// Counts one more send or edit in `group` if it fits the minute's limit; else the
+    /// seconds until it would, as Telegram's `retry_after`.
+    fn take_group_slot(&self, group: i64) -> Option<u64> {
+        let mut groups = self.recent_group_sends.lock().unwrap();
+        let recent = groups.entry(group).or_default();
+        let now = Instant::now();
+        let minute = Duration::from_secs(60);
+        while recent
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= minute)
+        {
+            recent.pop_front();
+        }
+        if recent.len() < GROUP_SENDS_PER_MINUTE {
+            recent.push_back(now);
+            return None;
+        }
+        let frees_in = minute - now.duration_since(recent[0]);
+        Some(frees_in.as_secs() + 1)
     }
 
     /// Whether one more send or edit fits this second's limit (and counts it if so).

@@ -49,6 +49,11 @@ pub trait Sink: Send + Sync + 'static {
     /// How long the platform shows "typing" after one request.
     const TYPING_RENEWAL: Duration;
     fn units(text: &str) -> usize;
+    /// Least time between two edits the platform allows this chat, when it is longer
+    /// than the configured interval (Telegram groups: 20 messages a minute).
+    fn least_edit_interval(&self) -> Duration {
+        Duration::ZERO
+    }
 
     /// Sends plain text (a streamed preview or a notice).
     fn send(&self, text: &str) -> impl Future<Output = Result<Self::MessageId, Unsent>> + Send;

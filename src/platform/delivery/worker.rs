@@ -50,7 +50,8 @@ pub(super) struct Worker<S: Sink> {
 }
 
 impl<S: Sink> Worker<S> {
-    pub(super) fn new(sink: S, pace: Pace, latest: Latest) -> Self {
+    pub(super) fn new(sink: S, mut pace: Pace, latest: Latest) -> Self {
+        pace.edit_interval = pace.edit_interval.max(sink.least_edit_interval());
         Self {
             sink,
             pace,

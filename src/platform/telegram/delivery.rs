@@ -33,6 +33,9 @@ struct Sent {
     message_id: i32,
 }
 
+/// Telegram's 20 messages a minute in a group, as the least time between two edits.
+const GROUP_EDIT_INTERVAL: Duration = Duration::from_secs(3);
+
 impl Sink for TelegramChat {
     type MessageId = MessageId;
     const LIMIT: usize = 4096;
@@ -40,6 +43,15 @@ impl Sink for TelegramChat {
 
     fn units(text: &str) -> usize {
         render::utf16_len(text)
+    }
+
+    fn least_edit_interval(&self) -> Duration {
+        // Groups (negative ids) take 20 messages a minute from a bot; edits count.
+        if self.target.chat_id.0 < 0 {
+            GROUP_EDIT_INTERVAL
+        } else {
+            Duration::ZERO
+        }
     }
 
     async fn send(&self, text: &str) -> Result<MessageId, Unsent> {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use tracing::info;
+use tracing::{info, warn};
 
 use super::Actor;
 use crate::router::replies::Replies;
@@ -40,10 +40,14 @@ impl Actor {
     }
 
     /// `/diff`: the last turn's changes as a `.diff` file.
-    pub(super) fn send_diff(&self, replies: &Replies<'_>) {
-        match &self.last_diff {
-            Some(diff) => replies.file("last-turn.diff".into(), diff.clone().into_bytes()),
-            None => replies.notice(texts::NO_DIFF),
+    pub(super) async fn send_diff(&self, replies: &Replies<'_>) {
+        match self.session.last_diff().await {
+            Ok(Some(diff)) => replies.file("last-turn.diff".into(), diff.into_bytes()),
+            Ok(None) => replies.notice(texts::NO_DIFF),
+            Err(error) => {
+                warn!(chat = %self.chat, %error, "could not read the last diff");
+                replies.notice(texts::DIFF_UNREADABLE);
+            }
         }
     }
 }

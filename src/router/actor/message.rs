@@ -91,9 +91,6 @@ impl Actor {
         let summary = texts::work_summary(&outcome.work, outcome.elapsed, completed);
         replies.send(OutboundKind::TurnEnded { summary });
         self.offer_files(replies, &outcome.work.files, &reply);
-        if outcome.work.diff.is_some() {
-            self.last_diff = outcome.work.diff.clone();
-        }
         let record = self.record_turn(&outcome, &reply).await;
         if let Some(record) = record {
             self.hygiene(replies, &record).await;
@@ -105,7 +102,7 @@ impl Actor {
         let reply = (!reply.is_empty()).then_some(reply);
         match self
             .session
-            .finish_turn(reply, outcome.usage.as_ref())
+            .finish_turn(reply, outcome.usage.as_ref(), outcome.work.diff.as_deref())
             .await
         {
             Ok(record) => record,

@@ -71,8 +71,6 @@ pub(super) struct Actor {
     activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
     abort: watch::Receiver<bool>,
-    /// The unified diff of the last turn that changed files, for `/diff`.
-    last_diff: Option<String>,
 }
 
 impl Actor {
@@ -88,7 +86,6 @@ impl Actor {
             _alive: parts.alive,
             activity: parts.activity,
             abort: parts.abort,
-            last_diff: None,
         }
     }
 
@@ -215,7 +212,7 @@ impl Actor {
             Command::Queue => self.choose_follow_up(replies, FollowUp::Queue).await,
             Command::Verbose => self.toggle_progress(replies, Progress::Verbose).await,
             Command::Quiet => self.toggle_progress(replies, Progress::Quiet).await,
-            Command::Diff => self.send_diff(replies),
+            Command::Diff => self.send_diff(replies).await,
         }
     }
 

@@ -7,7 +7,7 @@ use super::{Actor, ActorMsg};
 use crate::chat::Inbound;
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::session::{Choice, FollowUp, Progress};
+use crate::session::{Choice, FollowUp, NamedChoice, Progress};
 
 impl Actor {
     /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.
