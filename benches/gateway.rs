@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use codex_gateway::App;
 use codex_gateway::chat::{ChatKey, Platform};
 use codex_gateway::codex::AppServer;
-use support::telegram::FakeTelegram;
+use support::model::{Brain, ModelRequest, Output, Reply, default_brain};
+use support::telegram::{BOT_USERNAME, Call, FakeTelegram};
 use support::{Chat, Gateway, TestEnv};
 
 const TURNS: usize = 30;
@@ -177,9 +178,10 @@ fn main() {
             if std::env::args().any(|a| a == "throughput") {
                 return throughput().await;
             }
-            let only = |half: &str| {
-                !std::env::args().any(|a| a == "alone" || a == "codex")
-                    || std::env::args().any(|a| a == half)
+            let parts = ["alone", "codex", "long"];
+            let only = |part: &str| {
+                !std::env::args().any(|a| parts.contains(&a.as_str()))
+                    || std::env::args().any(|a| a == part)
             };
             if only("alone") {
                 gateway_alone().await;
@@ -187,7 +189,109 @@ fn main() {
             if only("codex") {
                 with_real_codex().await;
             }
+            if only("long") {
+                long_turn().await;
+            }
         });
+}
+
+/// Commands in the long turn, one every [`LONG_STEP`]: ten minutes of work.
+const LONG_COMMANDS: usize = 300;
+const LONG_STEP: &str = "sleep 1.9";
+const LONG_ANSWER: &str = "Done: 300 steps.";
+const LONG_GROUP: i64 = -100700;
+
+/// "long: …" is [`LONG_COMMANDS`] rounds of a command (a commentary line every tenth),
+/// then a final answer.
+fn long_brain() -> Brain {
+    let fallback = default_brain();
+    std::sync::Arc::new(move |request: &ModelRequest| {
+        if !request.last_human_text().starts_with("long: ") {
+            return fallback(request);
+        }
+        let step = request.tool_outputs().len();
+        if step >= LONG_COMMANDS {
+            let text = LONG_ANSWER.into();
+            return Reply::Round(vec![Output::Message {
+                text,
+                phase: Some("final_answer"),
+            }]);
+        }
+        let mut round = Vec::new();
+        if step.is_multiple_of(10) {
+            let text = format!("Step {step}: checking the next part.");
+            round.push(Output::Message {
+                text,
+                phase: Some("commentary"),
+            });
+        }
+        round.push(Output::Exec(format!("{LONG_STEP}; echo step-{step}")));
+        Reply::Round(round)
+    })
+}
+
+/// A ten-minute turn of 300 commands in a Telegram DM and in a group at once, at the
+/// default settings: how often the status is edited, and whether Telegram refused any
+/// call (the fake answers 429 past 30 a second, or 20 a minute in a group).
+async fn long_turn() {
+    let env = TestEnv::with_brain(long_brain()).await;
+    let telegram = FakeTelegram::start().await;
+    let gateway = Gateway::start(&env.telegram_config(&telegram, OWNER));
+    let started = Instant::now();
+    telegram.dm(OWNER, "long: the DM");
+    let mention = format!("@{BOT_USERNAME} long: the group");
+    telegram.group_message(LONG_GROUP, OWNER, &mention, None);
+    for chat in [OWNER, LONG_GROUP] {
+        telegram.wait_for_text(chat, |t| t == LONG_ANSWER).await;
+        telegram
+            .wait_for_text(chat, |t| t.starts_with("Worked "))
+            .await;
+    }
+    let took = started.elapsed();
+    gateway.stop().await;
+    println!(
+        "Long turn ({LONG_COMMANDS} commands, `{LONG_STEP}` each, {:.0} s):",
+        took.as_secs_f64()
+    );
+    println!();
+    println!(
+        "| chat | status edits | edits a second, most in any second | least gap between edits | 429s |"
+    );
+    println!("|---|---|---|---|---|");
+    for (what, chat) in [("DM", OWNER), ("group", LONG_GROUP)] {
+        let of_chat = |method: &str| -> Vec<Call> {
+            let calls = telegram.calls(method).into_iter();
+            calls.filter(|c| c.body["chat_id"] == chat).collect()
+        };
+        let edits = of_chat("editMessageText");
+        let refused = edits
+            .iter()
+            .chain(&of_chat("sendMessage"))
+            .filter(|c| c.rate_limited)
+            .count();
+        let most_in_a_second = edits
+            .iter()
+            .map(|first| {
+                edits
+                    .iter()
+                    .filter(|c| c.at >= first.at && c.at < first.at + Duration::from_secs(1))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0);
+        let least_gap = edits
+            .windows(2)
+            .map(|pair| pair[1].at - pair[0].at)
+            .min()
+            .unwrap_or_default();
+        println!(
+            "| {what} | {} | {:.2}, {most_in_a_second} | {:.2} s | {refused} |",
+            edits.len(),
+            edits.len() as f64 / took.as_secs_f64(),
+            least_gap.as_secs_f64()
+        );
+    }
+    println!();
 }
 
 /// Time from `run` to the first getUpdates long poll on a fake Telegram.
