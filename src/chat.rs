@@ -85,6 +85,17 @@ pub struct Inbound {
     pub admin: bool,
     /// Files sent with the message (`text` is then their caption, possibly empty).
     pub attachments: Vec<Attachment>,
+    /// Its place in the durable inbox, when the platform stored it there.
+    pub ticket: Option<Ticket>,
+}
+
+/// A message's row in the durable inbox: the chat marks it running and done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    pub id: i64,
+    /// Its handling had begun when the gateway went away: the chat is told, and the
+    /// message is not run again (its commands may have had effects).
+    pub interrupted: bool,
 }
 
 /// A file sent with a message. It is fetched when the chat's turn for it comes, so a

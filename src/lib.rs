@@ -384,8 +384,10 @@ impl Serving {
         }
         if let Some(token) = discord.token.as_ref().filter(|_| discord.enabled) {
             let router = app.router().clone();
+            let store = app.store().clone();
             let health = self.intakes.clone();
-            let handle = platform::discord::start(discord, token.expose(), router, health).await?;
+            let handle =
+                platform::discord::start(discord, token.expose(), router, store, health).await?;
             self.platforms.push(handle);
         }
         if self.platforms.is_empty() {

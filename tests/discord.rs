@@ -74,7 +74,8 @@ async fn channel_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "login", "logout", "help",
+        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue", "login",
+        "logout", "help",
     ];
     assert_eq!(names, expected);
     // A command that takes an argument offers it as an optional string option.

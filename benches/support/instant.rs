@@ -83,6 +83,7 @@ fn message(name: &str, text: String, outbox: &mpsc::UnboundedSender<Outbound>) -
         private: true,
         admin: false,
         attachments: Vec::new(),
+        ticket: None,
     }
 }
 

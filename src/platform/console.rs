@@ -62,6 +62,7 @@ async fn read_messages(
             private: true,
             admin: true,
             attachments: Vec::new(),
+            ticket: None,
         });
     }
     Ok(())

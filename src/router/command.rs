@@ -36,6 +36,8 @@ pub enum Command {
     Verbose,
     Quiet,
     Diff,
+    /// What to tell Codex in the chat's thread; empty says "continue".
+    Continue(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,6 +266,19 @@ pub const COMMANDS: &[CommandSpec] = &[
         |_| Ok(Command::Diff),
     ),
     CommandSpec {
+        argument: Some(Argument {
+            name: "text",
+            about: "What to tell Codex (default: continue)",
+            shown: "[TEXT]",
+        }),
+        ..plain(
+            "continue",
+            "Have Codex go on with an interrupted turn",
+            "have Codex go on where its turn was cut off (a restart, /stop): sends TEXT, or \"continue\", into the thread",
+            |text| Ok(Command::Continue(text.to_owned())),
+        )
+    },
+    CommandSpec {
         admin_only: true,
         ..plain(
             "login",
@@ -419,6 +434,8 @@ mod tests {
             ("/verbose", Command::Verbose),
             ("/quiet", Command::Quiet),
             ("/diff", Command::Diff),
+            ("/continue", Command::Continue(String::new())),
+            ("/continue go on", Command::Continue("go on".into())),
             ("/login", Command::Login),
             ("/logout", Command::Logout),
         ];

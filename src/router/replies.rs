@@ -62,6 +62,12 @@ impl Replies<'_> {
         });
     }
 
+    /// `text` with a Continue button (`/continue`), for a turn that was cut off.
+    pub(super) fn offer_continue(&self, text: &str) {
+        let slot = self.slot.lock().expect("lock").take();
+        self.send(continue_offer(slot, text));
+    }
+
     /// A gateway notice; the first one answers the message at its answer slot.
     pub(super) fn notice(&self, text: impl Into<String>) {
         let text = text.into();
@@ -84,5 +90,15 @@ impl LaterNotice {
             chat: self.chat,
             kind: OutboundKind::Notice(text),
         });
+    }
+}
+
+/// `text` with a Continue button: its press sends `/continue continue`.
+pub(super) fn continue_offer(slot: Option<AnswerSlot>, text: &str) -> OutboundKind {
+    OutboundKind::Choices {
+        slot,
+        text: text.to_owned(),
+        command: "continue".into(),
+        options: vec![super::texts::CONTINUE.into()],
     }
 }

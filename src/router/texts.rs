@@ -55,10 +55,18 @@ pub const TURN_ABANDONED: &str = "Codex did not stop the turn in time; the chat 
 pub const APPROVAL_EXPIRED: &str =
     "Nobody answered the approval request in time, so it was declined.";
 pub const SHUTTING_DOWN: &str = "The gateway is shutting down; please send that again in a minute.";
-pub const RESTART_INTERRUPTED: &str = "The gateway is restarting: this request was interrupted. \
-     Send it again in a minute; the conversation continues where it was.";
+pub const RESTART_INTERRUPTED: &str = "The gateway is restarting: this turn was interrupted. \
+     The conversation continues where it was: once the gateway is back, press continue (or \
+     send /continue) to have Codex go on.";
 pub const RESTART_DROPPED: &str = "The gateway is restarting, so this message was not handled. \
      Send it again in a minute; the conversation continues where it was.";
+pub const RESTART_QUEUED: &str =
+    "The gateway is restarting; this message waits and runs as soon as it is back.";
+pub const CUT_SHORT: &str = "The gateway went away while Codex worked on this message, so \
+     its turn was cut short (it is not run again: its commands may have had effects). Press \
+     continue (or send /continue) to have Codex go on in the same thread.";
+/// What a Continue button (and a bare `/continue`) tells Codex.
+pub const CONTINUE: &str = "continue";
 pub const NOTHING_TO_COMPACT: &str = "Nothing to compact yet: this chat has no Codex thread.";
 pub const COMPACTED: &str = "Compacted: Codex replaced the thread's history with a summary.";
 pub const COMPACTED_NOTHING: &str = "Codex compacted nothing; the thread is unchanged.";

@@ -151,7 +151,7 @@ impl TurnTracker {
             Input::Stop => self.interrupt().into_iter().collect(),
             Input::Abort => {
                 self.deadline_fixed = true;
-                let mut effects = vec![Effect::Show(notice(texts::RESTART_INTERRUPTED))];
+                let mut effects = vec![Effect::Show(continue_offer(texts::RESTART_INTERRUPTED))];
                 effects.extend(self.interrupt());
                 effects.push(Effect::Deadline(ABORT_GRACE));
                 effects
@@ -331,8 +331,8 @@ impl TurnTracker {
     }
 }
 
-fn notice(text: &str) -> OutboundKind {
-    OutboundKind::Notice(text.to_owned())
+fn continue_offer(text: &str) -> OutboundKind {
+    super::replies::continue_offer(None, text)
 }
 
 #[cfg(test)]
@@ -412,7 +412,7 @@ mod tests {
     #[test]
     fn follows_turns() {
         let timeout_notice = Effect::Show(OutboundKind::Notice(texts::turn_timed_out(LIMIT)));
-        let restart_notice = Effect::Show(OutboundKind::Notice(texts::RESTART_INTERRUPTED.into()));
+        let restart_notice = Effect::Show(continue_offer(texts::RESTART_INTERRUPTED));
         let grace = Effect::Deadline(INTERRUPT_GRACE);
         let cases = vec![
             Case {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::chat::ChatKey;
+use crate::chat::{ChatKey, Ticket};
 use crate::codex::{AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage, UserInput};
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
@@ -200,6 +200,20 @@ impl Session {
             .await?;
         self.asked.clear();
         Ok(record.map(ChatRow::from))
+    }
+
+    /// The inbox message's handling begins: a crash from now on cuts it.
+    pub async fn inbox_running(&self, ticket: Ticket) {
+        if let Err(error) = self.ctx.store.inbox_running(ticket.id).await {
+            warn!(chat = %self.chat, id = ticket.id, %error, "could not mark an inbox message running");
+        }
+    }
+
+    /// The inbox message is handled, or told why not: it never runs again.
+    pub async fn inbox_done(&self, ticket: Ticket) {
+        if let Err(error) = self.ctx.store.inbox_done(ticket.id).await {
+            warn!(chat = %self.chat, id = ticket.id, %error, "could not mark an inbox message done");
+        }
     }
 
     /// The diff of the chat's latest turn that changed files (`/diff`).

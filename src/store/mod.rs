@@ -15,6 +15,7 @@ use crate::hygiene::CompactionOutcome;
 use stored::Stored;
 
 mod choices;
+mod inbox;
 mod offsets;
 mod records;
 mod stored;
@@ -22,6 +23,7 @@ mod transcript;
 mod turns;
 
 pub use choices::{ChatChoices, Choice};
+pub use inbox::{Accepted, Unfinished};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
 
 #[derive(Debug, thiserror::Error)]

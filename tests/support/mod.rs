@@ -98,16 +98,6 @@ impl TestEnv {
         config.codex.binary = codex_binary();
         config.codex.home = Some(self.codex_home());
         config
-    }
-
-    /// [`TestEnv::config`] with Telegram on `telegram`, `user` its one allowed user.
-    pub fn telegram_config(&self, telegram: &telegram::FakeTelegram, user: i64) -> Config {
-        let mut config = self.config();
-        config.telegram.enabled = true;
-        config.telegram.token = Some(secret("123:TEST"));
-        config.telegram.api_url = telegram.url.clone();
-        config.telegram.allowed_users = vec![user];
-        config
             .codex
             .env
             .insert("MOCK_API_KEY".into(), "test-key".into());
@@ -117,6 +107,16 @@ impl TestEnv {
         config.codex.sandbox = SandboxMode::DangerFullAccess;
         // Tests run side by side: each endpoint on its own free port.
         config.server.listen = "127.0.0.1:0".into();
+        config
+    }
+
+    /// [`TestEnv::config`] with Telegram on `telegram`, `user` its one allowed user.
+    pub fn telegram_config(&self, telegram: &telegram::FakeTelegram, user: i64) -> Config {
+        let mut config = self.config();
+        config.telegram.enabled = true;
+        config.telegram.token = Some(secret("123:TEST"));
+        config.telegram.api_url = telegram.url.clone();
+        config.telegram.allowed_users = vec![user];
         config
     }
 
@@ -286,6 +286,7 @@ impl Chat {
             private: true,
             admin: true,
             attachments,
+            ticket: None,
         });
     }
 

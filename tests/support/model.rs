@@ -60,6 +60,11 @@ impl ModelRequest {
             .collect()
     }
 
+    /// Whether it asks for a turn's first round (not a round after a tool call).
+    pub fn starts_turn(&self) -> bool {
+        !self.ends_with_tool_output()
+    }
+
     fn ends_with_tool_output(&self) -> bool {
         self.input()
             .last()

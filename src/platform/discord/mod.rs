@@ -6,6 +6,7 @@
 mod attachments;
 mod delivery;
 mod inbound;
+mod inbox;
 mod order;
 mod state;
 
@@ -29,11 +30,12 @@ use super::choices;
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use super::texts;
-use crate::chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform};
+use crate::chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use crate::config::{DiscordConfig, is_admin};
 use crate::platform;
 use crate::platform::delivery::Pace;
 use crate::router::{Router, command};
+use crate::store::Store;
 use order::InOrder;
 use state::{PendingCommands, ThreadParents};
 
@@ -56,6 +58,10 @@ struct Intake {
     stopped: AtomicBool,
     commands: Arc<PendingCommands>,
     parents: ThreadParents,
+    /// The durable inbox, where accepted messages wait until their chat handled them.
+    store: Store,
+    /// Raised once the messages left from before the last stop were handed on.
+    replayed: AtomicBool,
     /// Refusals to strangers writing DMs, paced off the event handlers.
     refusals: Refusals<(ChannelId, u64)>,
     in_order: InOrder,
@@ -66,6 +72,7 @@ pub async fn start(
     config: &DiscordConfig,
     token: &str,
     router: Router,
+    store: Store,
     health: IntakeHealth,
 ) -> Result<PlatformHandle, DiscordError> {
     let rest = Arc::new(rest_client(config, token));
@@ -92,6 +99,8 @@ pub async fn start(
         stopped: AtomicBool::new(false),
         commands: commands.clone(),
         parents: ThreadParents::default(),
+        store,
+        replayed: AtomicBool::new(false),
         refusals,
     });
     let pace = Pace::from_millis(config.edit_interval_ms, config.first_flush_ms);
@@ -165,6 +174,10 @@ struct Handler(Arc<Intake>);
 impl EventHandler for Handler {
     async fn ready(&self, _ctx: Context, ready: Ready) {
         self.0.bot_id.store(ready.user.id.get(), Ordering::SeqCst);
+        // Once per process: a reconnect's `ready` must not hand them on again.
+        if !self.0.replayed.swap(true, Ordering::SeqCst) {
+            inbox::replay(&self.0).await;
+        }
         register_commands(&self.0.rest, &self.0.config.guild_ids).await;
     }
 
@@ -177,7 +190,7 @@ impl EventHandler for Handler {
         if message.author.bot || !written || self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
-        self.0.on_message(message).await;
+        self.0.on_message(message, None).await;
     }
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
@@ -238,12 +251,15 @@ impl Intake {
         self.bot_id.load(Ordering::SeqCst)
     }
 
-    async fn on_message(&self, message: Message) {
+    /// Hands a person's message to the router, stored in the durable inbox first (a
+    /// message from before the last stop comes with its `ticket`). Returns whether it was
+    /// handed on.
+    async fn on_message(&self, message: Message, ticket: Option<Ticket>) -> bool {
         let http = &self.rest;
         let dm = message.guild_id.is_none();
         let mentioned = inbound::mentions(&message.content, self.bot_id());
         if !dm && !mentioned && !self.is_listed(message.channel_id).await {
-            return;
+            return false;
         }
         let user_id = message.author.id.get();
         let roles = role_ids(message.member.as_ref().map(|m| m.roles.as_slice()));
@@ -255,18 +271,32 @@ impl Intake {
                 true => warn!(user_id, "discord: refused a user who is not allowed"),
                 false => debug!(user_id, "discord: ignored a user who is not allowed"),
             }
-            return;
+            return false;
         }
         let text = inbound::strip_mention(&message.content, self.bot_id());
         let files = attachments::of(&message.attachments);
         if text.is_empty() && files.is_empty() {
             let hint = "I received an empty message. If you wrote text, the bot needs the Message Content intent (see the README).";
             let _ = delivery::send_plain(http, message.channel_id, hint).await;
-            return;
+            return false;
         }
+        let ticket = match ticket {
+            Some(ticket) => Some(ticket),
+            None => match inbox::accept(&self.store, &message).await {
+                inbox::Accepted::New(ticket) => Some(ticket),
+                inbox::Accepted::Unstored => None,
+                inbox::Accepted::Duplicate => return false,
+            },
+        };
         let chat = chat_key(message.channel_id);
         let author = self.author(&message.author, dm);
-        self.dispatch(message.id.get(), chat, author, text, files, None);
+        let sent = Sent {
+            text,
+            attachments: files,
+            ticket,
+        };
+        self.dispatch(message.id.get(), chat, author, sent, None);
+        true
     }
 
     /// Who sent a message, and where: in a DM (`private`) or a guild channel.
@@ -285,8 +315,7 @@ impl Intake {
         snowflake: u64,
         chat: ChatKey,
         author: Author,
-        text: String,
-        attachments: Vec<Attachment>,
+        sent: Sent,
         slot: Option<AnswerSlot>,
     ) {
         let Some(reply_to) = self.outbox.lock().expect("lock").clone() else {
@@ -295,13 +324,14 @@ impl Intake {
         let inbound = Inbound {
             chat,
             user: author.name,
-            text,
+            text: sent.text,
             reply_to,
             answer_slot: slot,
             can_approve: true,
             private: author.private,
             admin: author.admin,
-            attachments,
+            attachments: sent.attachments,
+            ticket: sent.ticket,
         };
         self.in_order.dispatch(snowflake, inbound);
     }
@@ -356,7 +386,7 @@ impl Intake {
         };
         let author = self.author(&command.user, command.guild_id.is_none());
         let (slot, deferred) = self.commands.hold(command.clone());
-        self.dispatch(command.id.get(), chat, author, text, Vec::new(), Some(slot));
+        self.dispatch(command.id.get(), chat, author, Sent::text(text), Some(slot));
         if let Err(error) = command.defer(http).await {
             warn!(%error, "discord: could not defer a slash command");
         }
@@ -376,7 +406,7 @@ impl Intake {
             }
             let chat = chat_key(button.channel_id);
             let author = self.author(&button.user, button.guild_id.is_none());
-            self.dispatch(button.id.get(), chat, author, text, Vec::new(), None);
+            self.dispatch(button.id.get(), chat, author, Sent::text(text), None);
             // Acknowledged without a change; what the command says comes as a message.
             return respond(button.create_response(http, CreateInteractionResponse::Acknowledge))
                 .await;
@@ -396,6 +426,25 @@ impl Intake {
             ),
         };
         respond(button.create_response(http, response)).await;
+    }
+}
+
+/// What a person sent: text, files, and the message's durable inbox row.
+struct Sent {
+    text: String,
+    attachments: Vec<Attachment>,
+    ticket: Option<Ticket>,
+}
+
+impl Sent {
+    /// A slash command or a button's command: answered through its interaction, which
+    /// expires, so it is not kept in the inbox.
+    fn text(text: String) -> Self {
+        Self {
+            text,
+            attachments: Vec::new(),
+            ticket: None,
+        }
     }
 }
 

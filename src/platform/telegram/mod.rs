@@ -1,12 +1,14 @@
 //! Telegram by long polling: DMs, groups and forum topics, each a conversation with its
-//! own Codex thread. The update offset lives in SQLite, so a restart neither skips nor
-//! replays updates: it is stored before an update is handed to the router, and a graceful
-//! stop drains every handed-over message.
+//! own Codex thread. The update offset lives in SQLite with the durable inbox: a batch's
+//! messages for the router are stored with the offset past them before any is handled,
+//! so a restart or a crash neither skips nor repeats one, and the messages not yet
+//! handled run at the next start.
 
 mod api;
 mod attachments;
 mod delivery;
 mod inbound;
+mod inbox;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{Attachment, Inbound, Outbox, Platform};
+use crate::chat::{Attachment, Inbound, Outbox, Platform, Ticket};
 use crate::config::{self, TelegramConfig};
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
@@ -125,6 +127,8 @@ pub async fn start(
             target,
         })
     }));
+    // Messages accepted before the last stop and not yet handled go first, in order.
+    inbox::replay(&shared, &router, &store, &outbox).await;
     let intake = tokio::spawn(keep_running("telegram", health, stopped, move |stopped| {
         poll(
             shared.clone(),
@@ -227,13 +231,13 @@ async fn poll(
                 failures = 0;
                 let Some(last) = updates.last() else { continue };
                 offset = i64::from(last.id.0) + 1;
-                // Stored before handling: an update is never handled twice. Handing a
-                // batch to the router never waits, so one write serves the whole batch.
-                if let Err(error) = store.set_platform_offset(Platform::Telegram, offset).await {
-                    error!(%error, "telegram: cannot store the update offset");
-                }
-                for update in updates {
-                    handle_update(&shared, &router, &outbox, update).await;
+                // The batch's messages and the offset past them, in one write, before
+                // handling: none is lost to a crash and none is handled twice.
+                let handling = inbox::accept(&shared, &store, &updates, offset).await;
+                for (update, handling) in updates.into_iter().zip(handling) {
+                    if let inbox::Handling::Handle(ticket) = handling {
+                        handle_update(&shared, &router, &outbox, update, ticket).await;
+                    }
                 }
                 continue;
             }
@@ -259,9 +263,15 @@ fn poll_backoff(failures: u32) -> Duration {
     wait.min(MAX_POLL_BACKOFF)
 }
 
-async fn handle_update(shared: &Arc<Shared>, router: &Router, outbox: &Outbox, update: Update) {
+async fn handle_update(
+    shared: &Arc<Shared>,
+    router: &Router,
+    outbox: &Outbox,
+    update: Update,
+    ticket: Option<Ticket>,
+) {
     match update.kind {
-        UpdateKind::Message(message) => on_message(shared, router, outbox, message).await,
+        UpdateKind::Message(message) => on_message(shared, router, outbox, message, ticket).await,
         UpdateKind::EditedMessage(_) => debug!("telegram: ignoring an edited message"),
         UpdateKind::CallbackQuery(query) => {
             // Answering waits for the chat's actor; the update loop must not.
@@ -276,49 +286,94 @@ async fn handle_update(shared: &Arc<Shared>, router: &Router, outbox: &Outbox, u
     }
 }
 
-async fn on_message(shared: &Shared, router: &Router, outbox: &Outbox, message: Message) {
+/// What becomes of a message update.
+enum Intake {
+    /// A bot's, or a group message not addressed to the bot.
+    Ignore,
+    Refuse {
+        target: Target,
+        user_id: u64,
+    },
+    /// A kind of message the bot cannot read (a location, a sticker).
+    Unreadable(Target),
+    /// For the router: stored in the durable inbox first.
+    Take,
+}
+
+fn intake_of(shared: &Shared, message: &Message) -> Intake {
     let Some(from) = message.from.as_ref().filter(|user| !user.is_bot) else {
-        return;
+        return Intake::Ignore;
     };
     let text = message.text().or(message.caption());
-    let private = message.chat.is_private();
     let replies_to_bot = message
         .reply_to_message()
         .and_then(|m| m.from.as_ref())
         .is_some_and(|u| u.id.0 == shared.bot_user_id);
-    if !private && !inbound::addressed(text.unwrap_or_default(), replies_to_bot, &shared.username) {
-        return;
+    let addressed = inbound::addressed(text.unwrap_or_default(), replies_to_bot, &shared.username);
+    if !message.chat.is_private() && !addressed {
+        return Intake::Ignore;
     }
+    let target = target_of(message);
     let user_id = from.id.0;
-    let allowed = is_allowed(&shared.config, user_id, message.chat.id);
-    let target = Target {
-        chat_id: message.chat.id,
-        topic: message.thread_id.filter(|_| message.is_topic_message),
-    };
-    if !allowed {
-        return refuse(shared, target, user_id);
+    if !is_allowed(&shared.config, user_id, message.chat.id) {
+        return Intake::Refuse { target, user_id };
     }
-    let files = attachments::of(&shared.file_bot, &message);
-    if text.is_none() && files.is_empty() {
-        let hint = texts::UNREADABLE_KIND;
-        tokio::spawn(delivery::send_plain(
-            shared.api.clone(),
-            target,
-            hint.into(),
-        ));
-        return;
+    if text.is_none() && attachments::of(&shared.file_bot, message).is_empty() {
+        return Intake::Unreadable(target);
     }
-    let sent = Sent {
-        text: text.unwrap_or_default(),
-        files,
-    };
-    dispatch(shared, router, outbox, from, target, private, sent);
+    Intake::Take
 }
 
-/// What a person sent: text (or a caption) and files.
+fn target_of(message: &Message) -> Target {
+    Target {
+        chat_id: message.chat.id,
+        topic: message.thread_id.filter(|_| message.is_topic_message),
+    }
+}
+
+async fn on_message(
+    shared: &Shared,
+    router: &Router,
+    outbox: &Outbox,
+    message: Message,
+    ticket: Option<Ticket>,
+) {
+    match intake_of(shared, &message) {
+        Intake::Ignore => return,
+        Intake::Refuse { target, user_id } => return refuse(shared, target, user_id),
+        Intake::Unreadable(target) => {
+            let hint = texts::UNREADABLE_KIND.into();
+            tokio::spawn(delivery::send_plain(shared.api.clone(), target, hint));
+            return;
+        }
+        Intake::Take => {}
+    }
+    let from = message
+        .from
+        .as_ref()
+        .expect("intake_of took a person's message");
+    let sent = Sent {
+        text: message.text().or(message.caption()).unwrap_or_default(),
+        files: attachments::of(&shared.file_bot, &message),
+        ticket,
+    };
+    let private = message.chat.is_private();
+    dispatch(
+        shared,
+        router,
+        outbox,
+        from,
+        target_of(&message),
+        private,
+        sent,
+    );
+}
+
+/// What a person sent: text (or a caption) and files, and its durable inbox row.
 struct Sent<'a> {
     text: &'a str,
     files: Vec<Attachment>,
+    ticket: Option<Ticket>,
 }
 
 /// Hands what `from` wrote (or a button of theirs stood for) to the router.
@@ -348,6 +403,7 @@ fn dispatch(
         user,
         text: inbound::strip_mention(sent.text, &shared.username),
         attachments: sent.files,
+        ticket: sent.ticket,
         reply_to: outbox.clone(),
         answer_slot: None,
         can_approve: true,
@@ -448,6 +504,7 @@ async fn on_choice(
         Sent {
             text,
             files: Vec::new(),
+            ticket: None,
         },
     );
 }

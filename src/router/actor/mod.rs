@@ -115,6 +115,14 @@ impl Actor {
     /// Handles one message, the chat marked busy meanwhile; a prepared prompt goes to
     /// Codex as it is.
     async fn serve(&mut self, inbound: Inbound, prepared: Option<Prompt>) {
+        let ticket = inbound.ticket;
+        if let Some(ticket) = ticket.filter(|t| t.interrupted) {
+            self.tell_cut_short(&inbound);
+            return self.session.inbox_done(ticket).await;
+        }
+        if let Some(ticket) = ticket {
+            self.session.inbox_running(ticket).await;
+        }
         self.activity.touch();
         self.activity.set_busy(true);
         match prepared {
@@ -124,11 +132,29 @@ impl Actor {
                 self.turn(&replies, TurnRequest::Message(&prompt)).await;
             }
         }
+        if let Some(ticket) = ticket {
+            self.session.inbox_done(ticket).await;
+        }
         self.activity.touch();
         self.activity.set_busy(!self.queue.is_empty());
     }
 
-    /// Shutdown ran out of time: tell every queued message's chat it was not handled.
+    /// A message whose handling a crash cut off: not run again (its commands may have
+    /// had effects); a message for Codex is answered with a Continue button.
+    fn tell_cut_short(&self, inbound: &Inbound) {
+        let for_codex = !inbound.attachments.is_empty()
+            || matches!(
+                command::parse(&inbound.text),
+                Input::Text(_) | Input::Command(_, Command::Continue(_) | Command::Review)
+            );
+        warn!(chat = %self.chat, for_codex, "a message cut off by a crash is not run again");
+        if for_codex {
+            Replies::to(inbound).offer_continue(texts::CUT_SHORT);
+        }
+    }
+
+    /// Shutdown ran out of time: a queued message from the durable inbox waits there for
+    /// the next start; any other is told it was not handled.
     fn drop_queue(&mut self) {
         self.mailbox.close();
         while let Ok(message) = self.mailbox.try_recv() {
@@ -136,7 +162,13 @@ impl Actor {
         }
         for message in self.queue.drain(..) {
             if let ActorMsg::Inbound(inbound) | ActorMsg::Prepared { inbound, .. } = message {
-                Replies::to(&inbound).notice(texts::RESTART_DROPPED);
+                let kept = inbound.ticket.is_some_and(|t| !t.interrupted);
+                let notice = if kept {
+                    texts::RESTART_QUEUED
+                } else {
+                    texts::RESTART_DROPPED
+                };
+                Replies::to(&inbound).notice(notice);
             }
         }
     }
@@ -213,6 +245,15 @@ impl Actor {
             Command::Verbose => self.toggle_progress(replies, Progress::Verbose).await,
             Command::Quiet => self.toggle_progress(replies, Progress::Quiet).await,
             Command::Diff => self.send_diff(replies).await,
+            Command::Continue(text) => {
+                let text = if text.is_empty() {
+                    texts::CONTINUE
+                } else {
+                    &text
+                };
+                let prompt = Prompt::text(text);
+                self.turn(replies, TurnRequest::Message(&prompt)).await
+            }
         }
     }
 
@@ -243,6 +284,7 @@ impl Actor {
             Input::Command(_, Command::Stop) => {
                 info!(chat = %self.chat, "stop requested");
                 replies.notice(texts::STOPPING);
+                self.ticket_done(&inbound).await;
                 return true;
             }
             Input::Command(spec, command) if spec.during_turn => {
@@ -260,11 +302,19 @@ impl Actor {
             _ => false,
         };
         match (answered, for_codex) {
-            (true, _) => {}
+            (true, _) => self.ticket_done(&inbound).await,
             (false, true) => self.steer_or_queue(inbound, turn_id).await,
             (false, false) => self.queue_message(inbound, texts::QUEUED),
         }
         false
+    }
+
+    /// A message handled without a turn of its own (answered at once, or steered into
+    /// the running one) leaves the durable inbox.
+    async fn ticket_done(&self, inbound: &Inbound) {
+        if let Some(ticket) = inbound.ticket {
+            self.session.inbox_done(ticket).await;
+        }
     }
 
     /// Messages waiting behind the running turn.

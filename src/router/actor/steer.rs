@@ -50,13 +50,15 @@ impl Actor {
         };
         let replies = Replies::to(&inbound);
         let Some(prompt) = self.prompt_of(&replies, &inbound).await else {
-            return; // its files were refused, and the chat told why
+            // Its files were refused, and the chat told why.
+            return self.ticket_done(&inbound).await;
         };
         match self.session.steer(turn_id, &prompt).await {
             Ok(()) => {
                 info!(chat = %self.chat, turn_id, "message added to the running turn");
                 self.ctx.metrics.steers.inc();
                 replies.notice(texts::STEERED);
+                self.ticket_done(&inbound).await;
             }
             Err(error) => {
                 // The turn just ended, or cannot take input (a review, a compaction).

@@ -1,0 +1,160 @@
+//! The durable inbox: every message the gateway accepted, from before the platform's
+//! offset moves past it until its chat has handled it, so a restart or a crash drops
+//! none and, keyed by the platform's own id, runs none twice.
+
+use super::{Store, StoreError, now};
+use crate::chat::Platform;
+
+/// Done messages are kept this long, so a platform's late duplicate is still known.
+const KEEP_DONE_SECS: i64 = 7 * 24 * 3600;
+
+/// One accepted message, as the platform gave it.
+pub struct Accepted<'a> {
+    /// The platform's id for it (Telegram: the update id).
+    pub key: String,
+    /// The update as JSON, to be handled again after a restart.
+    pub payload: &'a str,
+}
+
+/// A message accepted before the last stop and not yet handled.
+#[derive(Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct Unfinished {
+    pub id: i64,
+    pub payload: String,
+    /// Its handling had begun when the gateway went away (a crash cut its turn).
+    pub interrupted: bool,
+}
+
+impl Store {
+    /// Stores `accepted` and, when given, where the platform's stream continues, in one
+    /// transaction. Returns each message's inbox id; `None` for one already known (a
+    /// duplicate: not to be handled again).
+    pub async fn accept(
+        &self,
+        platform: Platform,
+        accepted: &[Accepted<'_>],
+        next_offset: Option<i64>,
+    ) -> Result<Vec<Option<i64>>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut ids = Vec::with_capacity(accepted.len());
+        for message in accepted {
+            let id = sqlx::query_scalar(
+                "INSERT INTO inbox (platform, message_key, payload, accepted_at)
+                 VALUES (?, ?, ?, ?) ON CONFLICT (platform, message_key) DO NOTHING
+                 RETURNING id",
+            )
+            .bind(platform.as_str())
+            .bind(&message.key)
+            .bind(message.payload)
+            .bind(now())
+            .fetch_optional(&mut *tx)
+            .await?;
+            ids.push(id);
+        }
+        if let Some(next_offset) = next_offset {
+            super::offsets::set_offset(&mut *tx, platform, next_offset).await?;
+        }
+        tx.commit().await?;
+        Ok(ids)
+    }
+
+    /// The platform's messages not yet handled, oldest first; done ones past their
+    /// keeping time are dropped on the way.
+    pub async fn unfinished(&self, platform: Platform) -> Result<Vec<Unfinished>, StoreError> {
+        sqlx::query("DELETE FROM inbox WHERE state = 'done' AND accepted_at < ?")
+            .bind(now() - KEEP_DONE_SECS)
+            .execute(&self.pool)
+            .await?;
+        let rows = sqlx::query_as(
+            "SELECT id, payload, state = 'running' AS interrupted FROM inbox
+             WHERE platform = ? AND state != 'done' ORDER BY id",
+        )
+        .bind(platform.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
+    /// The message's handling begins: from now on a crash cuts it.
+    pub async fn inbox_running(&self, id: i64) -> Result<(), StoreError> {
+        self.set_inbox_state(id, "running").await
+    }
+
+    /// The message is handled (or told why not): never again.
+    pub async fn inbox_done(&self, id: i64) -> Result<(), StoreError> {
+        self.set_inbox_state(id, "done").await
+    }
+
+    async fn set_inbox_state(&self, id: i64, state: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET state = ? WHERE id = ?")
+            .bind(state)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_message_is_kept_until_done_and_never_taken_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gateway.db");
+        let store = Store::open(&path).await.unwrap();
+        let first = Accepted {
+            key: "7".into(),
+            payload: "{\"a\":1}",
+        };
+        let second = Accepted {
+            key: "8".into(),
+            payload: "{\"b\":2}",
+        };
+        let ids = store
+            .accept(Platform::Telegram, &[first, second], Some(9))
+            .await
+            .unwrap();
+        let (a, b) = (ids[0].unwrap(), ids[1].unwrap());
+        assert_eq!(
+            store.platform_offset(Platform::Telegram).await.unwrap(),
+            Some(9)
+        );
+        let again = Accepted {
+            key: "7".into(),
+            payload: "{}",
+        };
+        let ids = store
+            .accept(Platform::Telegram, &[again], None)
+            .await
+            .unwrap();
+        assert_eq!(ids, [None], "a duplicate key is not taken again");
+
+        store.inbox_running(a).await.unwrap();
+        store.close().await;
+        let store = Store::open(&path).await.unwrap();
+        let left = store.unfinished(Platform::Telegram).await.unwrap();
+        let left: Vec<_> = left
+            .iter()
+            .map(|u| (u.id, u.payload.as_str(), u.interrupted))
+            .collect();
+        assert_eq!(left, [(a, "{\"a\":1}", true), (b, "{\"b\":2}", false)]);
+        assert!(
+            store
+                .unfinished(Platform::Discord)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        store.inbox_done(a).await.unwrap();
+        store.inbox_done(b).await.unwrap();
+        assert!(
+            store
+                .unfinished(Platform::Telegram)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
