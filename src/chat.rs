@@ -96,6 +96,19 @@ pub struct Ticket {
     /// Its handling had begun when the gateway went away: the chat is told, and the
     /// message is not run again (its commands may have had effects).
     pub interrupted: bool,
+    /// Held back by the account's usage limit: runs no earlier than this (unix seconds).
+    pub not_before: Option<i64>,
+}
+
+impl Ticket {
+    /// A message just stored.
+    pub fn accepted(id: i64) -> Self {
+        Self {
+            id,
+            interrupted: false,
+            not_before: None,
+        }
+    }
 }
 
 /// A file sent with a message. It is fetched when the chat's turn for it comes, so a

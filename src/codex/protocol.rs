@@ -225,6 +225,11 @@ pub enum Notification {
         message: String,
         will_retry: bool,
     },
+    /// The account's usage limit stopped the turn (an `error` whose `codexErrorInfo` is
+    /// `usageLimitExceeded`; the turn then completes as failed).
+    UsageLimitReached {
+        turn_id: String,
+    },
     /// Codex answers this turn with another model.
     ModelRerouted {
         turn_id: String,
@@ -281,6 +286,11 @@ impl ApprovalDecision {
 /// Reads the thread id a notification or server request belongs to, if any.
 pub(crate) fn thread_id_of(params: &Value) -> Option<&str> {
     params.get("threadId").and_then(Value::as_str)
+}
+
+/// An `error` notification's `codexErrorInfo`, when it is one of the plain kinds.
+fn error_info(params: &Value) -> Option<&str> {
+    params.pointer("/error/codexErrorInfo")?.as_str()
 }
 
 fn text(params: &Value, key: &str) -> Option<String> {
@@ -357,6 +367,9 @@ impl Notification {
                 serde_json::from_value(params.get("tokenUsage")?.clone())
                     .ok()
                     .map(Notification::TokenUsage)
+            }
+            "error" if error_info(params) == Some("usageLimitExceeded") => {
+                Some(Notification::UsageLimitReached { turn_id: turn_id() })
             }
             "error" => Some(Notification::Error {
                 message: params
@@ -488,6 +501,26 @@ pub(crate) fn changed_files(item: &Value) -> Option<Vec<ChangedFile>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_usage_limit_error_is_told_apart() {
+        // As app-server 0.171.0 sends it for the model server's 429 `usage_limit_reached`.
+        let params = json!({"error": {"message": "You’ve hit your usage limit. … try again at 4:22 AM.",
+            "codexErrorInfo": "usageLimitExceeded", "additionalDetails": null},
+            "willRetry": false, "threadId": "t", "turnId": "u1"});
+        assert_eq!(
+            Notification::parse("error", &params),
+            Some(Notification::UsageLimitReached {
+                turn_id: "u1".into()
+            })
+        );
+        let other =
+            json!({"error": {"message": "boom", "codexErrorInfo": "other"}, "willRetry": false});
+        assert!(matches!(
+            Notification::parse("error", &other),
+            Some(Notification::Error { .. })
+        ));
+    }
 
     #[test]
     fn parses_turn_completed_with_error() {

@@ -431,13 +431,19 @@ pub fn model_names(models: &[ModelInfo]) -> String {
     }
 }
 
+/// "5-hour", "weekly", "90-minute": a rate-limit window by its length.
+fn window_span(minutes: Option<i64>) -> Option<String> {
+    Some(match minutes? {
+        10_080 => "weekly".to_owned(),
+        minutes if minutes % 60 == 0 => format!("{}-hour", minutes / 60),
+        minutes => format!("{minutes}-minute"),
+    })
+}
+
 /// "5-hour window: 42% used, resets in 2 h 10 min".
 pub fn window_line(window: &RateLimitWindow, now: i64) -> String {
-    let name = match window.window_duration_mins {
-        Some(300) => "5-hour window".to_owned(),
-        Some(10_080) => "Weekly window".to_owned(),
-        Some(minutes) if minutes % 60 == 0 => format!("{}-hour window", minutes / 60),
-        Some(minutes) => format!("{minutes}-minute window"),
+    let name = match window_span(window.window_duration_mins) {
+        Some(span) => capitalized(&format!("{span} window")),
         None => "Window".to_owned(),
     };
     let resets = match window.resets_at {
@@ -445,6 +451,66 @@ pub fn window_line(window: &RateLimitWindow, now: i64) -> String {
         None => String::new(),
     };
     format!("{name}: {}% used{resets}", window.used_percent)
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+/// "14:20 UTC" for a unix time.
+fn time_of_day(at: i64) -> String {
+    let seconds = at.rem_euclid(86_400);
+    format!("{:02}:{:02} UTC", seconds / 3600, seconds % 3600 / 60)
+}
+
+/// When a turn hit the account's usage limit: which window is used up, when it resets
+/// (`None`: Codex did not say, so `retry_at` is a guess), and that the message will run
+/// by itself then.
+pub fn usage_limit_hit(
+    window_mins: Option<i64>,
+    resets_at: Option<i64>,
+    retry_at: i64,
+    now: i64,
+) -> String {
+    let when = format!(
+        "{}, in {}",
+        time_of_day(retry_at),
+        duration_words((retry_at - now).max(0))
+    );
+    match resets_at {
+        Some(_) => {
+            let limit = window_span(window_mins)
+                .map_or("usage limit".to_owned(), |span| format!("{span} limit"));
+            format!(
+                "Codex's {limit} is used up; it resets at {when}. I will run this then; /stop cancels."
+            )
+        }
+        None => format!(
+            "Codex's usage limit is used up, and it did not say until when. I will try this \
+             again at {when}; /stop cancels."
+        ),
+    }
+}
+
+/// A message for Codex while the usage limit holds: it waits with the others.
+pub fn usage_limit_waiting(retry_at: i64, now: i64) -> String {
+    format!(
+        "Codex's usage limit is still used up: this waits too and runs at {}, in {}. /stop \
+         cancels.",
+        time_of_day(retry_at),
+        duration_words((retry_at - now).max(0))
+    )
+}
+
+/// `/stop` with messages waiting for the usage limit.
+pub fn usage_limit_cancelled(count: usize) -> String {
+    match count {
+        1 => "Cancelled: the message waiting for the usage limit will not run.".into(),
+        n => format!("Cancelled: the {n} messages waiting for the usage limit will not run."),
+    }
 }
 
 /// "2 h 10 min", "3 d 4 h", "45 s".

@@ -69,6 +69,8 @@ pub(super) struct TurnOutcome {
     /// Codex compacted the thread's context during the turn.
     pub compacted: bool,
     pub timed_out: bool,
+    /// The account's usage limit stopped it.
+    pub usage_limited: bool,
     /// How long the turn ran (the actor's clock).
     pub elapsed: Duration,
 }
@@ -116,6 +118,7 @@ impl TurnTracker {
                 usage: None,
                 compacted: false,
                 timed_out: false,
+                usage_limited: false,
                 elapsed: Duration::ZERO,
             },
             finished: false,
@@ -271,6 +274,9 @@ impl TurnTracker {
                 message,
                 will_retry: true,
             } => return self.show_trouble(texts::trouble(&message)),
+            Notification::UsageLimitReached { turn_id } if self.is_ours(&turn_id) => {
+                self.outcome.usage_limited = true;
+            }
             Notification::ModelRerouted { turn_id, to_model } if self.is_ours(&turn_id) => {
                 return self.show_trouble(texts::rerouted(&to_model));
             }

@@ -209,6 +209,13 @@ impl Session {
         }
     }
 
+    /// The inbox message waits for the usage limit to lift at `until` (unix seconds).
+    pub async fn inbox_hold(&self, ticket: Ticket, until: i64) {
+        if let Err(error) = self.ctx.store.inbox_hold(ticket.id, until).await {
+            warn!(chat = %self.chat, id = ticket.id, %error, "could not hold an inbox message");
+        }
+    }
+
     /// The inbox message is handled, or told why not: it never runs again.
     pub async fn inbox_done(&self, ticket: Ticket) {
         if let Err(error) = self.ctx.store.inbox_done(ticket.id).await {

@@ -23,6 +23,8 @@ pub struct Unfinished {
     pub payload: String,
     /// Its handling had begun when the gateway went away (a crash cut its turn).
     pub interrupted: bool,
+    /// Held back by the usage limit until then (unix seconds).
+    pub not_before: Option<i64>,
 }
 
 impl Store {
@@ -66,7 +68,7 @@ impl Store {
             .execute(&self.pool)
             .await?;
         let rows = sqlx::query_as(
-            "SELECT id, payload, state = 'running' AS interrupted FROM inbox
+            "SELECT id, payload, state = 'running' AS interrupted, not_before FROM inbox
              WHERE platform = ? AND state != 'done' ORDER BY id",
         )
         .bind(platform.as_str())
@@ -78,6 +80,17 @@ impl Store {
     /// The message's handling begins: from now on a crash cuts it.
     pub async fn inbox_running(&self, id: i64) -> Result<(), StoreError> {
         self.set_inbox_state(id, "running").await
+    }
+
+    /// The message waits, to run no earlier than `not_before` (unix seconds), also after
+    /// a restart.
+    pub async fn inbox_hold(&self, id: i64, not_before: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET state = 'waiting', not_before = ? WHERE id = ?")
+            .bind(not_before)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// The message is handled (or told why not): never again.
@@ -139,6 +152,12 @@ mod tests {
             .iter()
             .map(|u| (u.id, u.payload.as_str(), u.interrupted))
             .collect();
+        store.inbox_hold(b, 1234).await.unwrap();
+        let held = store.unfinished(Platform::Telegram).await.unwrap();
+        assert_eq!(
+            (held[1].interrupted, held[1].not_before),
+            (false, Some(1234))
+        );
         assert_eq!(left, [(a, "{\"a\":1}", true), (b, "{\"b\":2}", false)]);
         assert!(
             store

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -105,6 +105,11 @@ pub enum Reply {
     },
     /// An HTTP error status.
     Fail(u16),
+    /// The account's usage limit, as ChatGPT's backend answers: 429 with
+    /// `usage_limit_reached`, and the 5-hour window at 100 % resetting in `resets_in`.
+    UsageLimit {
+        resets_in: Duration,
+    },
     /// Several output items in one response, as a real model's round: commentary,
     /// then the tool calls that follow it.
     Round(Vec<Output>),
@@ -295,6 +300,7 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             let body = json!({"error": {"message": format!("fake model failure {status}"), "type": "server_error"}});
             return (status, axum::Json(body)).into_response();
         }
+        Reply::UsageLimit { resets_in } => return usage_limit(resets_in),
         Reply::Text(text) => message_events(&[text.as_str()], tokens),
         Reply::Exec(command) => tool_call_events(&command, tokens),
         Reply::Round(outputs) => round_events(&outputs, tokens),
@@ -450,4 +456,23 @@ fn async_stream(
         *answered.lock().unwrap() = Some(Instant::now());
     });
     tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// A 429 `usage_limit_reached`, with the rate-limit headers Codex reads its windows from.
+fn usage_limit(resets_in: Duration) -> Response {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let resets_at = (now + resets_in).as_secs();
+    let body = json!({"error": {"type": "usage_limit_reached",
+        "message": "The usage limit has been reached", "plan_type": "plus",
+        "resets_at": resets_at, "resets_in_seconds": resets_in.as_secs()}});
+    let headers = [
+        ("x-codex-primary-used-percent", "100.0".to_owned()),
+        ("x-codex-primary-window-minutes", "300".to_owned()),
+        ("x-codex-primary-reset-at", resets_at.to_string()),
+    ];
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+    for (name, value) in headers {
+        response.headers_mut().insert(name, value.parse().unwrap());
+    }
+    response
 }

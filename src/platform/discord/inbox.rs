@@ -31,10 +31,7 @@ pub(super) async fn accept(store: &Store, message: &Message) -> Accepted {
     };
     match store.accept(Platform::Discord, &[accepted], None).await {
         Ok(ids) => match ids.first().copied().flatten() {
-            Some(id) => Accepted::New(Ticket {
-                id,
-                interrupted: false,
-            }),
+            Some(id) => Accepted::New(Ticket::accepted(id)),
             None => Accepted::Duplicate,
         },
         Err(error) => {
@@ -63,6 +60,7 @@ pub(super) async fn replay(intake: &Intake) {
         let ticket = Ticket {
             id: row.id,
             interrupted: row.interrupted,
+            not_before: row.not_before,
         };
         let handed_on = match serde_json::from_str::<Message>(&row.payload) {
             Ok(message) => intake.on_message(message, Some(ticket)).await,

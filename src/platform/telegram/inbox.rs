@@ -60,10 +60,7 @@ pub(super) async fn accept(
         .map(|payload| match payload {
             None => Handling::Handle(None),
             Some(_) => match ids.next().flatten() {
-                Some(id) => Handling::Handle(Some(Ticket {
-                    id,
-                    interrupted: false,
-                })),
+                Some(id) => Handling::Handle(Some(Ticket::accepted(id))),
                 None => Handling::Skip,
             },
         })
@@ -91,6 +88,7 @@ pub(super) async fn replay(shared: &Arc<Shared>, router: &Router, store: &Store,
         let ticket = Ticket {
             id: message.id,
             interrupted: message.interrupted,
+            not_before: message.not_before,
         };
         let update = match serde_json::from_str::<Update>(&message.payload) {
             Ok(update) => Some(update),

@@ -70,6 +70,9 @@ impl Actor {
         };
         info!(chat = %self.chat, thread_id = ?self.session.thread_id(), ?status, "turn finished");
         self.ctx.metrics.turns.inc();
+        if outcome.usage_limited {
+            return self.limit_reached(replies, &outcome).await;
+        }
         match status {
             TurnStatus::Failed => replies.notice(texts::turn_failed(error.as_deref())),
             TurnStatus::Interrupted if !outcome.timed_out => replies.notice(texts::STOPPED),

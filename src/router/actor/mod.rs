@@ -9,6 +9,7 @@ mod choices;
 mod compact;
 mod files;
 mod follow;
+mod limit;
 mod login;
 mod message;
 mod new;
@@ -67,6 +68,8 @@ pub(super) struct Actor {
     mailbox_open: bool,
     queue: VecDeque<ActorMsg>,
     approvals: PendingApprovals,
+    /// Messages waiting for the account's usage limit to lift.
+    held: limit::Held,
     _alive: watch::Sender<()>,
     activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
@@ -83,6 +86,7 @@ impl Actor {
             mailbox: parts.mailbox,
             mailbox_open: true,
             queue: VecDeque::new(),
+            held: limit::Held::default(),
             _alive: parts.alive,
             activity: parts.activity,
             abort: parts.abort,
@@ -120,33 +124,35 @@ impl Actor {
             self.tell_cut_short(&inbound);
             return self.session.inbox_done(ticket).await;
         }
+        let Some(inbound) = self.hold_if_limited(inbound).await else {
+            return;
+        };
         if let Some(ticket) = ticket {
             self.session.inbox_running(ticket).await;
         }
         self.activity.touch();
         self.activity.set_busy(true);
         match prepared {
-            None => self.handle(inbound).await,
+            None => self.handle(inbound.clone()).await,
             Some(prompt) => {
                 let replies = Replies::to(&inbound);
                 self.turn(&replies, TurnRequest::Message(&prompt)).await;
             }
         }
-        if let Some(ticket) = ticket {
+        // A turn the usage limit stopped leaves its message waiting for the reset.
+        let held = self.hold_if_limited(inbound).await.is_none();
+        if let Some(ticket) = ticket.filter(|_| !held) {
             self.session.inbox_done(ticket).await;
         }
         self.activity.touch();
-        self.activity.set_busy(!self.queue.is_empty());
+        self.activity
+            .set_busy(!self.queue.is_empty() || !self.held.is_empty());
     }
 
     /// A message whose handling a crash cut off: not run again (its commands may have
     /// had effects); a message for Codex is answered with a Continue button.
     fn tell_cut_short(&self, inbound: &Inbound) {
-        let for_codex = !inbound.attachments.is_empty()
-            || matches!(
-                command::parse(&inbound.text),
-                Input::Text(_) | Input::Command(_, Command::Continue(_) | Command::Review)
-            );
+        let for_codex = for_codex(inbound);
         warn!(chat = %self.chat, for_codex, "a message cut off by a crash is not run again");
         if for_codex {
             Replies::to(inbound).offer_continue(texts::CUT_SHORT);
@@ -159,6 +165,10 @@ impl Actor {
         self.mailbox.close();
         while let Ok(message) = self.mailbox.try_recv() {
             self.queue.push_back(message);
+        }
+        // Held messages in the inbox wait there for their time (they were told when).
+        for (_, inbound) in self.held.take_unstored() {
+            Replies::to(&inbound).notice(texts::RESTART_DROPPED);
         }
         for message in self.queue.drain(..) {
             if let ActorMsg::Inbound(inbound) | ActorMsg::Prepared { inbound, .. } = message {
@@ -173,18 +183,29 @@ impl Actor {
         }
     }
 
+    /// The next message: queued first, then the mailbox; a held message whose time has
+    /// come joins the queue meanwhile.
     async fn next_message(&mut self) -> Option<ActorMsg> {
-        if *self.abort.borrow() {
-            self.drop_queue();
-            return None;
+        loop {
+            if *self.abort.borrow() {
+                self.drop_queue();
+                return None;
+            }
+            self.release_due();
+            if let Some(message) = self.queue.pop_front() {
+                return Some(message);
+            }
+            if !self.mailbox_open {
+                return None;
+            }
+            let Some(wait) = self.next_release() else {
+                return self.mailbox.recv().await;
+            };
+            tokio::select! {
+                message = self.mailbox.recv() => return message,
+                () = tokio::time::sleep(wait) => {}
+            }
         }
-        if let Some(message) = self.queue.pop_front() {
-            return Some(message);
-        }
-        if !self.mailbox_open {
-            return None;
-        }
-        self.mailbox.recv().await
     }
 
     async fn handle(&mut self, inbound: Inbound) {
@@ -227,7 +248,11 @@ impl Actor {
         match command {
             Command::Help => replies.notice(command::help()),
             Command::Status => replies.notice(self.status().await),
-            Command::Stop => replies.notice(texts::NOTHING_RUNNING),
+            Command::Stop => {
+                if !self.cancel_held(replies).await {
+                    replies.notice(texts::NOTHING_RUNNING)
+                }
+            }
             Command::New => self.start_over(replies).await,
             Command::Compact => self.compact(replies).await,
             Command::Model(name) => self.model(replies, &name).await,
@@ -329,4 +354,13 @@ impl Actor {
         self.ctx.metrics.error(error.kind());
         replies.notice(texts::session_error(error));
     }
+}
+
+/// Whether a message asks Codex for a turn (text, files, `/continue`, `/review`).
+fn for_codex(inbound: &Inbound) -> bool {
+    !inbound.attachments.is_empty()
+        || matches!(
+            command::parse(&inbound.text),
+            Input::Text(_) | Input::Command(_, Command::Continue(_) | Command::Review)
+        )
 }

@@ -1,0 +1,154 @@
+//! What the pinned app-server does with a running turn whose WebSocket client goes away
+//! and a new client that comes back (as a gateway restart does to a remote worker),
+//! measured over a real WebSocket to a real worker and the fake model.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use support::TestEnv;
+use support::workers::Worker;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+const TOKEN: &str = "handover-token";
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A bare JSON-RPC client on the worker's WebSocket.
+struct Client {
+    socket: Socket,
+    next_id: i64,
+    /// Every notification seen, by method, in order.
+    seen: Vec<(Instant, String, Value)>,
+}
+
+impl Client {
+    async fn connect(worker: &Worker) -> Self {
+        let mut request = worker.url().into_client_request().unwrap();
+        let bearer = format!("Bearer {TOKEN}").parse().unwrap();
+        request.headers_mut().insert("authorization", bearer);
+        let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+        let mut client = Self {
+            socket,
+            next_id: 1,
+            seen: Vec::new(),
+        };
+        let info = json!({"clientInfo": {"name": "handover", "version": "0"}});
+        client.call("initialize", info).await;
+        client.notify("initialized").await;
+        client
+    }
+
+    async fn notify(&mut self, method: &str) {
+        let text = json!({"method": method}).to_string();
+        self.socket.send(Message::Text(text)).await.unwrap();
+    }
+
+    /// Sends a request and reads until its answer, keeping the notifications.
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let text = json!({"id": id, "method": method, "params": params}).to_string();
+        self.socket.send(Message::Text(text)).await.unwrap();
+        loop {
+            let message = self.read(Duration::from_secs(30)).await.expect("an answer");
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    /// The next message, notifications recorded; `None` after `wait` of silence.
+    async fn read(&mut self, wait: Duration) -> Option<Value> {
+        loop {
+            let frame = tokio::time::timeout(wait, self.socket.next())
+                .await
+                .ok()??;
+            let Message::Text(text) = frame.unwrap() else {
+                continue;
+            };
+            let message: Value = serde_json::from_str(&text).unwrap();
+            if let Some(method) = message["method"].as_str() {
+                self.seen
+                    .push((Instant::now(), method.to_owned(), message["params"].clone()));
+            }
+            return Some(message);
+        }
+    }
+
+    /// Reads until `method` arrives (or `wait` passes).
+    async fn until(&mut self, method: &str, wait: Duration) -> Option<Value> {
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            let message = self.read(deadline - Instant::now()).await?;
+            if message["method"] == method {
+                return Some(message["params"].clone());
+            }
+        }
+        None
+    }
+}
+
+/// Measured with codex 0.171.0: a turn keeps running when its only client disconnects; a
+/// client that resumes the thread mid-turn is told the rest of the turn live (its command
+/// ending, the answer, `turn/completed`), and one that comes after the end reads the
+/// answer back with `thread/turns/list`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_turn_outlives_its_websocket_client() {
+    let env = TestEnv::new().await;
+    let worker = Worker::start(&env, "handover", TOKEN).await;
+    let cwd = env.workspace().display().to_string();
+
+    // The first client starts a turn that runs a 4 s command, then goes away.
+    let mut first = Client::connect(&worker).await;
+    let started = first.call("thread/start", json!({"cwd": cwd})).await;
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let input = json!([{"type": "text", "text": "run: sleep 4; echo handed-over"}]);
+    let params = json!({"threadId": thread_id, "input": input});
+    first.call("turn/start", params).await;
+    first.until("item/started", Duration::from_secs(30)).await;
+    let left = Instant::now();
+    first.socket.close(None).await.unwrap();
+    drop(first);
+
+    // A second client comes back while the command runs and resumes the thread.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut second = Client::connect(&worker).await;
+    let resumed = second
+        .call("thread/resume", json!({"threadId": thread_id}))
+        .await;
+    assert!(resumed.get("error").is_none(), "{resumed}");
+    let status = &resumed["result"]["thread"]["status"];
+    let completed = second
+        .until("turn/completed", Duration::from_secs(30))
+        .await
+        .expect("the resumed client hears the turn end");
+    assert!(
+        left.elapsed() >= Duration::from_secs(3),
+        "the turn was cut short"
+    );
+    assert_eq!(completed["turn"]["status"], "completed", "{completed}");
+    let answered = second.seen.iter().any(|(_, method, params)| {
+        method == "item/completed" && params["item"]["text"] == "Tool said: handed-over"
+    });
+    assert!(
+        answered,
+        "no answer to the resumed client; status at resume: {status}"
+    );
+    drop(second);
+
+    // A third client, after the end, reads the answer back.
+    let mut third = Client::connect(&worker).await;
+    let turns = third
+        .call("thread/turns/list", json!({"threadId": thread_id}))
+        .await;
+    let turns = turns["result"].to_string();
+    assert!(turns.contains("Tool said: handed-over"), "{turns}");
+}
