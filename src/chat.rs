@@ -98,6 +98,8 @@ pub struct Ticket {
     pub interrupted: bool,
     /// Held back by the account's usage limit: runs no earlier than this (unix seconds).
     pub not_before: Option<i64>,
+    /// With `interrupted`: its turn was left running on a remote worker, to be followed.
+    pub handed_over: bool,
 }
 
 impl Ticket {
@@ -107,6 +109,7 @@ impl Ticket {
             id,
             interrupted: false,
             not_before: None,
+            handed_over: false,
         }
     }
 }
@@ -202,6 +205,40 @@ pub enum OutboundKind {
         command: String,
         options: Vec<String>,
     },
+    /// Everything sent before it has been handed to the platform (or given up on): the
+    /// receipt is signed, so the answer is not sent again after a restart.
+    Delivered(Receipt),
+}
+
+/// Signed by the delivery once what came before it went out; the delivery waits for the
+/// signing to be recorded, so a graceful stop never leaves it unrecorded.
+#[derive(Clone)]
+pub struct Receipt(Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>);
+
+impl Receipt {
+    pub fn new<F>(on_signed: impl Fn() -> F + Send + Sync + 'static) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        Self(Arc::new(move || Box::pin(on_signed())))
+    }
+
+    pub async fn sign(&self) {
+        (self.0)().await
+    }
+}
+
+impl fmt::Debug for Receipt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Receipt")
+    }
+}
+
+/// Receipts are told apart by identity.
+impl PartialEq for Receipt {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// What a person is asked to approve.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use support::binary::{ALICE, gateway_command, telegram_env, wait_healthy};
 use support::discord::{APP_ID, FakeDiscord};
-use support::telegram::FakeTelegram;
+use support::telegram::{FakeTelegram, Fault};
 use support::{Gateway, TestEnv};
 
 const LONG_JOB: &str = "run: sleep 30; echo done";
@@ -203,4 +203,68 @@ async fn a_discord_message_queued_at_a_restart_runs_once_afterwards() {
         .filter(|(_, t)| t == "Echo: after the restart");
     assert_eq!(echoes.count(), 1);
     assert_eq!(turns_asked(&env, LONG_JOB), 1, "the cut turn ran again");
+}
+
+/// SIGKILL while the platform is down and the answer waits to be sent: the answer is
+/// sent at the next start, once, not lost and not repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_a_crash_kept_from_the_chat_is_sent_at_the_next_start_once() {
+    let env = TestEnv::new().await;
+    let tg = FakeTelegram::start().await;
+    let port = support::free_port();
+    let envs = telegram_env(&tg, port);
+    let start = || {
+        let mut child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
+        let mut log = child.stderr.take().unwrap();
+        std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+        child
+    };
+    let answer = "Echo: kept from the chat";
+    let tries = |tg: &FakeTelegram| {
+        let calls = tg.calls("sendMessage");
+        calls.iter().filter(|c| c.body["text"] == answer).count()
+    };
+
+    let mut gateway = start();
+    wait_healthy(port).await;
+    for _ in 0..50 {
+        tg.fail_next("sendMessage+html", Fault::server(502, "html"));
+    }
+    tg.dm(ALICE, "kept from the chat");
+    let deadline = std::time::Instant::now() + support::ANSWER_TIMEOUT;
+    while tries(&tg) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the answer was never tried"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    gateway.kill().unwrap();
+    gateway.wait().unwrap();
+    tg.clear_faults();
+    assert_eq!(count(&tg, answer), 0, "the outage let the answer through");
+
+    let mut gateway = start();
+    wait_healthy(port).await;
+    tg.wait_for_text(ALICE, |t| t == answer).await;
+    gateway.kill().unwrap();
+    gateway.wait().unwrap();
+    let mut gateway = start();
+    wait_healthy(port).await;
+    tg.dm(ALICE, "and after that?");
+    tg.wait_for_text(ALICE, |t| t == "Echo: and after that?")
+        .await;
+    gateway.kill().unwrap();
+    gateway.wait().unwrap();
+    assert_eq!(count(&tg, answer), 1);
+    assert_eq!(
+        turns_asked(&env, "kept from the chat"),
+        1,
+        "the turn ran again"
+    );
+    let cut = tg.texts(ALICE);
+    assert!(
+        !cut.iter()
+            .any(|(_, t)| t.starts_with("The gateway went away"))
+    );
 }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use support::TestEnv;
+use support::telegram::FakeTelegram;
 use support::workers::Worker;
+use support::{Gateway, TestEnv};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -151,4 +152,81 @@ async fn a_running_turn_outlives_its_websocket_client() {
         .await;
     let turns = turns["result"].to_string();
     assert!(turns.contains("Tool said: handed-over"), "{turns}");
+}
+
+/// The gateway restarts (as a deploy does) while a turn runs on its worker and a message
+/// waits behind it: the turn goes on on the worker, the next start follows it and
+/// delivers its answer, then runs the queued message; each once. A turn that ends while
+/// the gateway is away is read back from the thread and delivered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_on_a_worker_survives_a_gateway_restart() {
+    const ALICE: i64 = 1001;
+    let env = TestEnv::new().await;
+    let worker = Worker::start(&env, "w1", "token-w1").await;
+    let tg = FakeTelegram::start().await;
+    let mut config = support::workers::workers_only(&env, &[&worker]);
+    config.telegram = env.telegram_config(&tg, ALICE).telegram;
+    config.server.shutdown_grace_secs = 1;
+    let count = |text: &str| tg.texts(ALICE).iter().filter(|(_, t)| t == text).count();
+
+    // Restarted while the command runs: followed again, answered once.
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "/queue");
+    tg.wait_for_text(ALICE, |t| {
+        t.starts_with("From now on, a message sent while Codex works waits")
+    })
+    .await;
+    tg.dm(ALICE, "run: sleep 6; echo handed-over");
+    tg.wait_for_text(ALICE, |t| t.contains("running: sleep 6"))
+        .await;
+    tg.dm(ALICE, "after the job");
+    tg.wait_for_text(ALICE, |t| t.starts_with("Queued: ")).await;
+    gateway.stop().await;
+    tg.wait_for_text(ALICE, |t| {
+        t.starts_with("The gateway is restarting. Codex goes on with this on the worker w1")
+    })
+    .await;
+    let gateway = Gateway::start(&config);
+    tg.wait_for_text(ALICE, |t| {
+        t.starts_with("The gateway is back, and Codex is still working")
+    })
+    .await;
+    let (answer, _) = tg
+        .wait_for_text(ALICE, |t| t == "Tool said: handed-over")
+        .await;
+    let (queued, _) = tg
+        .wait_for_text(ALICE, |t| t == "Echo: after the job")
+        .await;
+    assert!(
+        answer < queued,
+        "the queued message ran before the handed-over turn ended"
+    );
+
+    // Restarted, and the turn ends while the gateway is away: read back.
+    tg.dm(ALICE, "run: sleep 2; echo while-away");
+    tg.wait_for_text(ALICE, |t| t.contains("running: sleep 2"))
+        .await;
+    gateway.stop().await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let gateway = Gateway::start(&config);
+    tg.wait_for_text(ALICE, |t| t == "Tool said: while-away")
+        .await;
+    tg.dm(ALICE, "anything else?");
+    tg.wait_for_text(ALICE, |t| t == "Echo: anything else?")
+        .await;
+    gateway.stop().await;
+
+    assert_eq!(count("Tool said: handed-over"), 1);
+    assert_eq!(count("Echo: after the job"), 1);
+    assert_eq!(count("Tool said: while-away"), 1);
+    let interrupted = tg.texts(ALICE);
+    let interrupted = interrupted
+        .iter()
+        .filter(|(_, t)| t.contains("interrupted") || t.starts_with("The gateway went away"));
+    assert_eq!(interrupted.count(), 0, "a turn on the worker was cut");
+    let jobs = env.model.turn_requests();
+    let job_turns = jobs
+        .iter()
+        .filter(|r| r.last_human_text().starts_with("run: sleep 6") && r.starts_turn());
+    assert_eq!(job_turns.count(), 1, "the handed-over turn ran twice");
 }

@@ -31,6 +31,6 @@ pub use remote::RemoteSpec;
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::{Codex, LOCAL, ServerState, Starting};
-pub use threads::{ThreadPage, ThreadSummary};
+pub use threads::{ThreadPage, ThreadSummary, TurnState};
 pub use unread::UnreadLog;
 pub use wire::{ApprovalResponder, ThreadEvent};

@@ -89,6 +89,10 @@ async fn print_answers(
             }
             // The console prints whole replies and its progress as lines, not a status
             // message; it cannot approve (can_approve is false).
+            OutboundKind::Delivered(receipt) => {
+                receipt.sign().await;
+                continue;
+            }
             OutboundKind::Status(_)
             | OutboundKind::Working(_)
             | OutboundKind::TurnEnded { .. }

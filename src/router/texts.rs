@@ -65,6 +65,22 @@ pub const RESTART_QUEUED: &str =
 pub const CUT_SHORT: &str = "The gateway went away while Codex worked on this message, so \
      its turn was cut short (it is not run again: its commands may have had effects). Press \
      continue (or send /continue) to have Codex go on in the same thread.";
+pub const TAKEN_OVER: &str =
+    "The gateway is back, and Codex is still working on this on its worker: following it again.";
+
+/// The gateway stops while the chat's turn runs on worker `worker`.
+pub fn handed_over(worker: &str) -> String {
+    format!(
+        "The gateway is restarting. Codex goes on with this on the worker {worker}; its \
+         answer comes here once the gateway is back."
+    )
+}
+
+/// The status's last line for a turn left running on its worker.
+pub fn still_running(worker: &str) -> String {
+    format!("Still running on the worker {worker}")
+}
+
 /// What a Continue button (and a bare `/continue`) tells Codex.
 pub const CONTINUE: &str = "continue";
 pub const NOTHING_TO_COMPACT: &str = "Nothing to compact yet: this chat has no Codex thread.";

@@ -23,6 +23,9 @@ pub(super) enum Input {
     Stop,
     /// The gateway's shutdown grace period is over.
     Abort,
+    /// The gateway stops while the turn runs on a remote worker: it goes on there, and
+    /// the next start follows it again.
+    HandOver,
     /// The turn's deadline passed (see `Effect::Deadline`).
     Deadline,
     /// The turn ran past `[codex] max_turn_secs`, busy or not.
@@ -55,6 +58,8 @@ pub(super) enum TurnEnd {
     ProcessLost,
     /// Codex did not close the turn even after an interrupt.
     Abandoned,
+    /// Left running on its remote worker for the next start to follow.
+    HandedOver,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +78,22 @@ pub(super) struct TurnOutcome {
     pub usage_limited: bool,
     /// How long the turn ran (the actor's clock).
     pub elapsed: Duration,
+}
+
+impl TurnOutcome {
+    /// A turn that ended while nobody followed it, as its thread's history has it.
+    pub(super) fn read_back(status: TurnStatus, error: Option<String>, answer: String) -> Self {
+        Self {
+            end: TurnEnd::Completed { status, error },
+            answer,
+            work: Work::default(),
+            usage: None,
+            compacted: false,
+            timed_out: false,
+            usage_limited: false,
+            elapsed: Duration::ZERO,
+        }
+    }
 }
 
 /// One turn being followed. With its id unknown (a compaction), the first turn that
@@ -100,6 +121,13 @@ pub(super) struct TurnTracker {
 
 impl TurnTracker {
     /// Starts following; the caller arms the first deadline `turn_timeout` from now.
+    /// A turn that started before the gateway did (handed over at its last stop).
+    pub(super) fn rejoining(turn_id: String, turn_timeout: Duration) -> Self {
+        let mut tracker = Self::new(Some(turn_id), turn_timeout);
+        tracker.started = true;
+        tracker
+    }
+
     pub(super) fn new(turn_id: Option<String>, turn_timeout: Duration) -> Self {
         Self {
             turn_id,
@@ -164,6 +192,7 @@ impl TurnTracker {
             Input::Cap(_) if self.outcome.timed_out => Vec::new(),
             Input::Cap(limit) => self.time_out(texts::turn_capped(limit)),
             Input::ProcessLost => self.finish(TurnEnd::ProcessLost),
+            Input::HandOver => self.finish(TurnEnd::HandedOver),
         }
     }
 

@@ -8,8 +8,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::chat::{ChatKey, Ticket};
-use crate::codex::{AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage, UserInput};
+use crate::chat::{ChatKey, Receipt, Ticket};
+use crate::codex::{
+    AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage, TurnState, UserInput,
+};
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
 use crate::store::{RetireReason, Role, StoreError, TurnRecord, Usage};
@@ -214,6 +216,54 @@ impl Session {
         if let Err(error) = self.ctx.store.inbox_hold(ticket.id, until).await {
             warn!(chat = %self.chat, id = ticket.id, %error, "could not hold an inbox message");
         }
+    }
+
+    /// Where a turn handed over at the last stop stands: resumes the chat's thread (its
+    /// events reach this chat from now on), then reads the turn back from its history.
+    pub async fn rejoin(&mut self, turn_id: &str) -> Result<Option<TurnState>, SessionError> {
+        self.ensure_thread().await?;
+        let live = self
+            .live
+            .as_ref()
+            .expect("ensure_thread leaves a live thread");
+        Ok(live.server.turn_state(&live.thread_id, turn_id).await?)
+    }
+
+    /// Keeps the message's final answer until the platform has taken it.
+    pub async fn inbox_answer(&self, ticket: Ticket, answer: &str) {
+        if let Err(error) = self.ctx.store.inbox_answer(ticket.id, answer).await {
+            warn!(chat = %self.chat, id = ticket.id, %error, "could not keep an answer for delivery");
+        }
+    }
+
+    /// The answer a crash kept from the chat, if one is waiting.
+    pub async fn undelivered_answer(&self, ticket: Ticket) -> Result<Option<String>, StoreError> {
+        self.ctx.store.undelivered_answer(ticket.id).await
+    }
+
+    /// A receipt whose signing marks the message done (its answer delivered).
+    pub fn receipt(&self, ticket: Ticket) -> Receipt {
+        let (store, chat) = (self.ctx.store.clone(), self.chat.clone());
+        Receipt::new(move || {
+            let (store, chat) = (store.clone(), chat.clone());
+            async move {
+                if let Err(error) = store.inbox_done(ticket.id).await {
+                    warn!(chat = %chat, id = ticket.id, %error, "could not mark a delivered message done");
+                }
+            }
+        })
+    }
+
+    /// The inbox message's turn goes on on its worker while the gateway is away.
+    pub async fn inbox_hand_over(&self, ticket: Ticket, turn_id: &str) {
+        if let Err(error) = self.ctx.store.inbox_hand_over(ticket.id, turn_id).await {
+            warn!(chat = %self.chat, id = ticket.id, %error, "could not hand an inbox message's turn over");
+        }
+    }
+
+    /// The turn the message's handling left running on its worker at the last stop.
+    pub async fn handed_over_turn(&self, ticket: Ticket) -> Result<Option<String>, StoreError> {
+        self.ctx.store.handed_over_turn(ticket.id).await
     }
 
     /// The inbox message is handled, or told why not: it never runs again.

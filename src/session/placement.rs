@@ -93,6 +93,13 @@ impl Session {
         self.record().await.ok().flatten()?.codex_server
     }
 
+    /// Whether the chat's Codex is a remote worker (whose turns outlive the gateway).
+    pub async fn on_remote_worker(&self) -> bool {
+        self.server_name()
+            .await
+            .is_some_and(|name| name != crate::codex::LOCAL)
+    }
+
     /// Lets the chat's next thread be placed anew (after `/new`).
     pub(super) fn unplace(&self) {
         self.placed.lock().expect("lock").take();

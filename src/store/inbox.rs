@@ -25,6 +25,8 @@ pub struct Unfinished {
     pub interrupted: bool,
     /// Held back by the usage limit until then (unix seconds).
     pub not_before: Option<i64>,
+    /// Its turn was left running on a remote worker at the last stop.
+    pub handed_over: bool,
 }
 
 impl Store {
@@ -68,7 +70,8 @@ impl Store {
             .execute(&self.pool)
             .await?;
         let rows = sqlx::query_as(
-            "SELECT id, payload, state = 'running' AS interrupted, not_before FROM inbox
+            "SELECT id, payload, state = 'running' AS interrupted, not_before,
+                    handed_over_turn IS NOT NULL AS handed_over FROM inbox
              WHERE platform = ? AND state != 'done' ORDER BY id",
         )
         .bind(platform.as_str())
@@ -91,6 +94,47 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// The message's turn `turn_id` goes on on its remote worker while the gateway is
+    /// away; the next start follows it.
+    pub async fn inbox_hand_over(&self, id: i64, turn_id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET state = 'running', handed_over_turn = ? WHERE id = ?")
+            .bind(turn_id)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Keeps the final answer of the message's turn until the platform has taken it.
+    pub async fn inbox_answer(&self, id: i64, answer: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET answer = ? WHERE id = ?")
+            .bind(answer)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The final answer kept for a message that is not done: not yet taken by the
+    /// platform when the gateway went away.
+    pub async fn undelivered_answer(&self, id: i64) -> Result<Option<String>, StoreError> {
+        let answer =
+            sqlx::query_scalar("SELECT answer FROM inbox WHERE id = ? AND state != 'done'")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(answer.flatten())
+    }
+
+    /// The turn a message's handling left running on its worker, if it did.
+    pub async fn handed_over_turn(&self, id: i64) -> Result<Option<String>, StoreError> {
+        let turn = sqlx::query_scalar("SELECT handed_over_turn FROM inbox WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(turn.flatten())
     }
 
     /// The message is handled (or told why not): never again.

@@ -302,6 +302,11 @@ impl FakeTelegram {
             .push((method.to_ascii_lowercase(), fault));
     }
 
+    /// The outage is over: faults not yet given are dropped.
+    pub fn clear_faults(&self) {
+        self.inner.faults.lock().unwrap().clear();
+    }
+
     pub fn polls(&self) -> Vec<Poll> {
         self.inner.polls.lock().unwrap().clone()
     }

@@ -108,6 +108,7 @@ impl<S: Sink> Worker<S> {
             OutboundKind::Working(working) => self.typing = working,
             OutboundKind::Status(text) => self.stream_text(text),
             OutboundKind::Reply(text) => self.send_answer(&text).await,
+            OutboundKind::Delivered(receipt) => receipt.sign().await,
             OutboundKind::TurnEnded { summary } => {
                 self.trouble = None; // the next turn's trouble is news again
                 self.end_stream(&summary).await

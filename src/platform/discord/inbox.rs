@@ -61,6 +61,7 @@ pub(super) async fn replay(intake: &Intake) {
             id: row.id,
             interrupted: row.interrupted,
             not_before: row.not_before,
+            handed_over: row.handed_over,
         };
         let handed_on = match serde_json::from_str::<Message>(&row.payload) {
             Ok(message) => intake.on_message(message, Some(ticket)).await,

@@ -89,6 +89,7 @@ pub(super) async fn replay(shared: &Arc<Shared>, router: &Router, store: &Store,
             id: message.id,
             interrupted: message.interrupted,
             not_before: message.not_before,
+            handed_over: message.handed_over,
         };
         let update = match serde_json::from_str::<Update>(&message.payload) {
             Ok(update) => Some(update),

@@ -67,7 +67,7 @@ impl Actor {
         match &outcome.end {
             TurnEnd::ProcessLost => self.session.lose_live_thread(),
             TurnEnd::Abandoned => self.session.unload().await,
-            TurnEnd::Completed { .. } => {}
+            TurnEnd::Completed { .. } | TurnEnd::HandedOver => {}
         }
         let result = compaction_outcome(&outcome, compacting.tokens_before);
         if let TurnEnd::Completed {

@@ -32,12 +32,32 @@ impl Actor {
         turn_id: Option<String>,
         live: bool,
     ) -> TurnOutcome {
+        let tracker = TurnTracker::new(turn_id, self.ctx.settings.turn_timeout);
+        self.follow(replies, tracker, live).await
+    }
+
+    /// Follows a turn that started before this gateway did, to its end.
+    pub(super) async fn rejoin_turn(
+        &mut self,
+        replies: &Replies<'_>,
+        turn_id: String,
+    ) -> TurnOutcome {
+        let tracker = TurnTracker::rejoining(turn_id, self.ctx.settings.turn_timeout);
+        self.follow(replies, tracker, true).await
+    }
+
+    async fn follow(
+        &mut self,
+        replies: &Replies<'_>,
+        tracker: TurnTracker,
+        live: bool,
+    ) -> TurnOutcome {
         replies.send(OutboundKind::Working(true));
         let progress = match live {
             true => self.session.progress(),
             false => Progress::Quiet,
         };
-        let outcome = self.follow_turn(replies, turn_id, progress).await;
+        let outcome = self.follow_turn(replies, tracker, progress).await;
         // Requests of a finished turn can no longer be answered; dropping declines them.
         self.approvals.clear();
         replies.send(OutboundKind::Working(false));
@@ -47,13 +67,14 @@ impl Actor {
     async fn follow_turn(
         &mut self,
         replies: &Replies<'_>,
-        turn_id: Option<String>,
+        mut tracker: TurnTracker,
         progress: Progress,
     ) -> TurnOutcome {
         let turn_timeout = self.ctx.settings.turn_timeout;
         let max_turn = self.ctx.settings.max_turn;
         let started = Instant::now();
-        let mut tracker = TurnTracker::new(turn_id, turn_timeout);
+        // A turn on a remote worker goes on there when the gateway stops.
+        let on_worker = self.session.on_remote_worker().await;
         let show_status = |tracker: &TurnTracker| {
             if progress != Progress::Quiet {
                 let verbose = progress == Progress::Verbose;
@@ -68,7 +89,12 @@ impl Actor {
         let mut abort = self.abort.clone();
         // Shutdown may have run out of time while the turn was being started.
         let mut aborted = *abort.borrow();
-        let mut pending = aborted.then_some(Input::Abort);
+        let stop_input = if on_worker {
+            Input::HandOver
+        } else {
+            Input::Abort
+        };
+        let mut pending = aborted.then_some(stop_input.clone());
         let deadline = tokio::time::sleep_until(Instant::now() + turn_timeout);
         tokio::pin!(deadline);
         while !tracker.is_finished() {
@@ -108,8 +134,11 @@ impl Actor {
                     if !raised {
                         continue;
                     }
-                    warn!(chat = %self.chat, "shutting down: interrupting the running turn");
-                    Input::Abort
+                    match on_worker {
+                        true => info!(chat = %self.chat, "shutting down: the turn goes on on its worker"),
+                        false => warn!(chat = %self.chat, "shutting down: interrupting the running turn"),
+                    }
+                    stop_input.clone()
                 }
                 () = &mut deadline => {
                     warn!(chat = %self.chat, ?turn_timeout, "turn deadline passed");

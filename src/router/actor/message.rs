@@ -62,9 +62,19 @@ impl Actor {
         if started.replaced {
             replies.notice(texts::THREAD_REPLACED);
         }
+        let turn_id = started.turn_id;
         let outcome = self
-            .wait_for_turn(replies, Some(started.turn_id), true)
+            .wait_for_turn(replies, Some(turn_id.clone()), true)
             .await;
+        if outcome.end == TurnEnd::HandedOver {
+            return self.hand_over(replies, turn_id).await;
+        }
+        self.end_turn(replies, outcome).await;
+    }
+
+    /// What a followed turn's end shows and records: its answer (saying how a turn cut
+    /// short ended), the summary line, files it wrote; then hygiene.
+    pub(super) async fn end_turn(&mut self, replies: &Replies<'_>, outcome: TurnOutcome) {
         let TurnEnd::Completed { status, error } = &outcome.end else {
             return self.lost_turn(replies, &outcome.end).await;
         };
@@ -82,13 +92,17 @@ impl Actor {
         // The answer goes out first, saying how a turn cut short ended; the turn's one
         // write follows it (the thread id was written when the thread started).
         let reply = outcome.answer.clone();
-        match (reply.is_empty(), &marker) {
-            (true, _) if *status == TurnStatus::Completed => replies.notice(texts::NO_REPLY),
-            (true, _) => {}
-            (false, Some(marker)) => {
-                replies.send(OutboundKind::Reply(format!("{reply}\n\n({marker})")))
+        let shown = match (reply.is_empty(), &marker) {
+            (true, _) if *status == TurnStatus::Completed => {
+                replies.notice(texts::NO_REPLY);
+                None
             }
-            (false, None) => replies.send(OutboundKind::Reply(reply.clone())),
+            (true, _) => None,
+            (false, Some(marker)) => Some(format!("{reply}\n\n({marker})")),
+            (false, None) => Some(reply.clone()),
+        };
+        if let Some(shown) = shown {
+            self.deliver_answer(replies, shown).await;
         }
         let completed = *status == TurnStatus::Completed;
         let summary = texts::work_summary(&outcome.work, outcome.elapsed, completed);
@@ -98,6 +112,60 @@ impl Actor {
         if let Some(record) = record {
             self.hygiene(replies, &record).await;
         }
+    }
+
+    /// The gateway stops while the turn runs on a remote worker: it goes on there, and
+    /// the next start follows it (its inbox row keeps the turn id, see `serve`).
+    async fn hand_over(&mut self, replies: &Replies<'_>, turn_id: String) {
+        let worker = self.session.server_name().await.unwrap_or_default();
+        info!(chat = %self.chat, turn_id, worker, "turn left running on its worker");
+        if let Err(error) = self.session.record_unanswered().await {
+            error!(chat = %self.chat, %error, "could not record the handed-over turn's message");
+        }
+        replies.notice(texts::handed_over(&worker));
+        let summary = texts::still_running(&worker);
+        replies.send(OutboundKind::TurnEnded { summary });
+        self.handed_over = Some(turn_id);
+    }
+
+    /// A turn handed over at the last stop: followed to its end on its worker, or, when
+    /// it ended while the gateway was away, read back from the thread; its answer is
+    /// delivered once either way.
+    pub(super) async fn take_over(&mut self, replies: &Replies<'_>, turn_id: String) {
+        if !self.reach_codex(replies).await {
+            return;
+        }
+        match self.session.rejoin(&turn_id).await {
+            Ok(Some(state)) if state.status == TurnStatus::InProgress => {
+                info!(chat = %self.chat, turn_id, "following a turn handed over at the last stop");
+                replies.notice(texts::TAKEN_OVER);
+                let outcome = self.rejoin_turn(replies, turn_id).await;
+                self.end_turn(replies, outcome).await;
+            }
+            Ok(Some(state)) => {
+                info!(chat = %self.chat, turn_id, status = ?state.status, "a handed-over turn ended while the gateway was away");
+                let outcome = TurnOutcome::read_back(state.status, state.error, state.answer);
+                self.end_turn(replies, outcome).await;
+            }
+            Ok(None) => {
+                warn!(chat = %self.chat, turn_id, "a handed-over turn is not in its thread");
+                replies.offer_continue(texts::CUT_SHORT);
+            }
+            Err(error) => self.report(replies, &error),
+        }
+    }
+
+    /// Sends a turn's answer. A message from the durable inbox keeps it there until the
+    /// platform has taken it (the receipt after it marks the message done), so a crash
+    /// before that sends it at the next start instead of losing it.
+    pub(super) async fn deliver_answer(&mut self, replies: &Replies<'_>, answer: String) {
+        let Some(ticket) = self.serving else {
+            return replies.send(OutboundKind::Reply(answer));
+        };
+        self.session.inbox_answer(ticket, &answer).await;
+        replies.send(OutboundKind::Reply(answer));
+        replies.send(OutboundKind::Delivered(self.session.receipt(ticket)));
+        self.receipt_out = true;
     }
 
     /// Stores the turn's reply and usage; the chat's row as it now is, for hygiene.

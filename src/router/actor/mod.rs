@@ -29,7 +29,7 @@ use super::approvals::{ApprovalIndex, PendingApprovals};
 use super::command::{self, Command, CommandSpec, Input};
 use super::replies::Replies;
 use super::texts;
-use crate::chat::{ChatKey, Decision, Inbound};
+use crate::chat::{ChatKey, Decision, Inbound, Ticket};
 use crate::session::{Context, FollowUp, Progress, Prompt, Session, SessionError, TurnRequest};
 
 pub(super) enum ActorMsg {
@@ -70,6 +70,12 @@ pub(super) struct Actor {
     approvals: PendingApprovals,
     /// Messages waiting for the account's usage limit to lift.
     held: limit::Held,
+    /// The turn the last message left running on its worker at shutdown.
+    handed_over: Option<String>,
+    /// The inbox row of the message being served.
+    serving: Option<Ticket>,
+    /// The served message's answer went out with a receipt: the delivery marks it done.
+    receipt_out: bool,
     _alive: watch::Sender<()>,
     activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
@@ -87,6 +93,9 @@ impl Actor {
             mailbox_open: true,
             queue: VecDeque::new(),
             held: limit::Held::default(),
+            handed_over: None,
+            serving: None,
+            receipt_out: false,
             _alive: parts.alive,
             activity: parts.activity,
             abort: parts.abort,
@@ -120,9 +129,13 @@ impl Actor {
     /// Codex as it is.
     async fn serve(&mut self, inbound: Inbound, prepared: Option<Prompt>) {
         let ticket = inbound.ticket;
+        self.serving = ticket;
         if let Some(ticket) = ticket.filter(|t| t.interrupted) {
-            self.tell_cut_short(&inbound);
-            return self.session.inbox_done(ticket).await;
+            self.resume_interrupted(&inbound, ticket).await;
+            if !std::mem::take(&mut self.receipt_out) {
+                self.session.inbox_done(ticket).await;
+            }
+            return;
         }
         let Some(inbound) = self.hold_if_limited(inbound).await else {
             return;
@@ -139,14 +152,50 @@ impl Actor {
                 self.turn(&replies, TurnRequest::Message(&prompt)).await;
             }
         }
-        // A turn the usage limit stopped leaves its message waiting for the reset.
+        // A turn the usage limit stopped leaves its message waiting for the reset; one
+        // left running on its worker, for the next start to follow.
         let held = self.hold_if_limited(inbound).await.is_none();
-        if let Some(ticket) = ticket.filter(|_| !held) {
-            self.session.inbox_done(ticket).await;
+        let receipt_out = std::mem::take(&mut self.receipt_out);
+        match (ticket, self.handed_over.take()) {
+            (Some(ticket), Some(turn_id)) => self.session.inbox_hand_over(ticket, &turn_id).await,
+            (Some(ticket), None) if !held && !receipt_out => self.session.inbox_done(ticket).await,
+            _ => {}
         }
+        self.serving = None;
         self.activity.touch();
         self.activity
             .set_busy(!self.queue.is_empty() || !self.held.is_empty());
+    }
+
+    /// A message whose handling the last stop cut off: an answer that had not reached
+    /// the platform is sent; a turn left running on a worker is followed again; else it
+    /// is not run again.
+    async fn resume_interrupted(&mut self, inbound: &Inbound, ticket: Ticket) {
+        match self.session.undelivered_answer(ticket).await {
+            Ok(Some(answer)) => {
+                info!(chat = %self.chat, "sending an answer a crash kept from the chat");
+                return self.deliver_answer(&Replies::to(inbound), answer).await;
+            }
+            Ok(None) => {}
+            Err(error) => warn!(chat = %self.chat, %error, "could not read an undelivered answer"),
+        }
+        let turn_id = match ticket.handed_over {
+            true => self.session.handed_over_turn(ticket).await,
+            false => Ok(None),
+        };
+        match turn_id {
+            Ok(Some(turn_id)) => {
+                self.activity.set_busy(true);
+                self.take_over(&Replies::to(inbound), turn_id).await;
+                self.activity
+                    .set_busy(!self.queue.is_empty() || !self.held.is_empty());
+            }
+            Ok(None) => self.tell_cut_short(inbound),
+            Err(error) => {
+                warn!(chat = %self.chat, %error, "could not read a handed-over turn");
+                self.tell_cut_short(inbound);
+            }
+        }
     }
 
     /// A message whose handling a crash cut off: not run again (its commands may have
