@@ -126,7 +126,9 @@ impl Actor {
     }
 
     /// Handles one message, the chat marked busy meanwhile; a prepared prompt goes to
-    /// Codex as it is.
+    /// Codex as it is. Its durable inbox row is marked running, then done; or kept, for
+    /// an answer the platform has yet to take, a usage limit's reset, or a turn left on
+    /// its worker.
     async fn serve(&mut self, inbound: Inbound, prepared: Option<Prompt>) {
         let ticket = inbound.ticket;
         self.serving = ticket;
@@ -135,9 +137,11 @@ impl Actor {
             if !std::mem::take(&mut self.receipt_out) {
                 self.session.inbox_done(ticket).await;
             }
+            self.serving = None;
             return;
         }
         let Some(inbound) = self.hold_if_limited(inbound).await else {
+            self.serving = None;
             return;
         };
         if let Some(ticket) = ticket {
