@@ -149,11 +149,18 @@ impl App {
     /// Lets queued work finish (within `grace`, if given), then stops Codex and closes
     /// the database.
     pub async fn shutdown(self, grace: Option<Duration>) {
+        let store = self.stop_work(grace).await;
+        store.close().await;
+        info!("codex-gateway stopped");
+    }
+
+    /// Lets queued work finish, then stops Codex; the database stays open (for the
+    /// receipts of answers still being delivered) and is returned for closing.
+    async fn stop_work(self, grace: Option<Duration>) -> Store {
         self.router.shutdown(grace).await;
         self.ctx.codex.shutdown().await;
         codex::end_orphans(codex::TERM_GRACE).await;
-        self.ctx.store.close().await;
-        info!("codex-gateway stopped");
+        self.ctx.store.clone()
     }
 }
 
@@ -402,11 +409,14 @@ impl Serving {
         for platform in &mut self.platforms {
             platform.stop_intake().await;
         }
-        app.shutdown(Some(grace)).await;
-        // Answers still waiting get a moment (a rate limit may hold them back).
+        let store = app.stop_work(Some(grace)).await;
+        // Answers still waiting get a moment (a rate limit may hold them back); their
+        // receipts are written before the database closes.
         for platform in self.platforms {
             platform.finish_delivery(DELIVERY_WAIT).await;
         }
+        store.close().await;
+        info!("codex-gateway stopped");
         if let Some(server) = self.server {
             server.stop().await;
         }

@@ -230,3 +230,108 @@ async fn a_turn_on_a_worker_survives_a_gateway_restart() {
         .filter(|r| r.last_human_text().starts_with("run: sleep 6") && r.starts_turn());
     assert_eq!(job_turns.count(), 1, "the handed-over turn ran twice");
 }
+
+/// Measured with codex 0.171.0: an approval a turn asked of a client that went away is
+/// asked again of the client that resumes the thread (the same request id), and the
+/// thread's status at resume says it waits on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_asked_while_away_is_asked_again_on_resume() {
+    let env = TestEnv::new().await;
+    let worker = Worker::start(&env, "approve", TOKEN).await;
+    let cwd = env.workspace().display().to_string();
+    let mut first = Client::connect(&worker).await;
+    let started = first.call("thread/start", json!({"cwd": cwd})).await;
+    let thread_id = started["result"]["thread"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let input = json!([{"type": "text", "text": "run: touch approved.txt"}]);
+    let params = json!({"threadId": thread_id, "input": input, "approvalPolicy": "untrusted",
+        "sandboxPolicy": {"type": "readOnly"}});
+    first.call("turn/start", params).await;
+    let asked = server_request(&mut first)
+        .await
+        .expect("an approval request");
+    first.socket.close(None).await.unwrap();
+    drop(first);
+
+    let mut second = Client::connect(&worker).await;
+    let resumed = second
+        .call("thread/resume", json!({"threadId": thread_id}))
+        .await;
+    let status = &resumed["result"]["thread"]["status"];
+    assert_eq!(
+        status["activeFlags"],
+        json!(["waitingOnApproval"]),
+        "{status}"
+    );
+    let again = server_request(&mut second).await.expect("asked again");
+    assert_eq!(again["method"], asked["method"]);
+    assert_eq!(again["params"]["command"], asked["params"]["command"]);
+}
+
+/// The next request the server sends (an approval), within 20 s.
+async fn server_request(client: &mut Client) -> Option<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let message = client.read(deadline - Instant::now()).await?;
+        if message.get("id").is_some() && message.get("method").is_some() {
+            return Some(message);
+        }
+    }
+    None
+}
+
+/// Through the gateway: an approval card shown before a restart is shown again after it
+/// (the turn was handed over on its worker), and pressing it lets the command run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_pending_at_a_restart_is_asked_again_and_answered() {
+    const ALICE: i64 = 1001;
+    let env = TestEnv::new().await;
+    let worker = Worker::start(&env, "w1", "token-w1").await;
+    let tg = FakeTelegram::start().await;
+    let mut config = support::workers::workers_only(&env, &[&worker]);
+    config.telegram = env.telegram_config(&tg, ALICE).telegram;
+    config.codex.approval_policy = codex_gateway::config::ApprovalPolicy::Untrusted;
+    config.server.shutdown_grace_secs = 1;
+    let asks = |tg: &FakeTelegram| {
+        let texts = tg.texts(ALICE);
+        let asks: Vec<i64> = texts
+            .iter()
+            .filter(|(_, t)| t.starts_with("Codex asks to run"))
+            .map(|(id, _)| *id)
+            .collect();
+        asks
+    };
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "run: touch approved.txt");
+    tg.wait_for_text(ALICE, |t| t.starts_with("Codex asks to run"))
+        .await;
+    gateway.stop().await;
+    let gateway = Gateway::start(&config);
+    let deadline = Instant::now() + support::ANSWER_TIMEOUT;
+    while asks(&tg).len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the approval was not asked again"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let prompt = asks(&tg)[1];
+    let cards = tg
+        .wait_for_calls("sendMessage", 2, |b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Codex asks"))
+                && b["reply_markup"].to_string().contains("Accept")
+        })
+        .await;
+    let accept = cards[1].body["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tg.press(ALICE, ALICE, prompt, &accept);
+    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    gateway.stop().await;
+}

@@ -37,6 +37,12 @@ pub struct ApprovalResponder {
 }
 
 impl ApprovalResponder {
+    /// Leaves the request unanswered: the gateway stops, and Codex asks it again of the
+    /// client that resumes the thread (measured with app-server 0.171.0).
+    pub fn leave(mut self) {
+        self.answered = true;
+    }
+
     pub fn answer(mut self, decision: ApprovalDecision) {
         self.send(decision);
     }

@@ -74,6 +74,16 @@ impl PendingApprovals {
     }
 
     /// Drops every request (declining it): the turn they belonged to is over.
+    /// The turn is handed over at shutdown: its requests stay unanswered, to be asked
+    /// again of the next start.
+    pub(super) fn leave(&mut self) {
+        let mut index = self.index.lock().expect("lock");
+        for (id, (responder, _)) in self.pending.drain() {
+            index.remove(&id);
+            responder.leave();
+        }
+    }
+
     pub(super) fn clear(&mut self) {
         let mut index = self.index.lock().expect("lock");
         for id in self.pending.keys() {

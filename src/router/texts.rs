@@ -297,12 +297,12 @@ pub fn session_error(error: &SessionError) -> String {
 /// The chat's worker (`None`: every worker) is down; the message waits for it.
 pub fn waiting_for_worker(server: Option<&str>, reason: &str, wait: Duration) -> String {
     let who = match server {
-        Some(server) => format!("This chat's Codex worker {server} is"),
-        None => "No Codex worker is".to_owned(),
+        Some(server) => format!("This chat's Codex worker {server} is unreachable"),
+        None => "No Codex worker is reachable".to_owned(),
     };
     format!(
-        "{who} unreachable right now ({reason}). Your message will run when it is back; \
-         I will wait up to {}.",
+        "{who} right now ({reason}). Your message will run when it is back; I will wait \
+         up to {}.",
         human_duration(wait)
     )
 }

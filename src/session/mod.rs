@@ -404,11 +404,25 @@ impl Session {
             .await?
             .and_then(|c| c.thread_id);
         if let Some(thread_id) = stored {
+            // Subscribed before resuming: Codex asks a running turn's pending approvals
+            // again right after the resume's answer, and an unheard request is declined.
+            let events = server.subscribe(&thread_id);
             match resume_when_closed(&server, &thread_id, &settings).await {
                 Ok(resumed) => {
                     info!(chat = %self.chat, thread_id = resumed, "thread resumed");
                     self.ctx.metrics.resumes.inc();
-                    self.attach(server, server_name, resumed, cwd, true);
+                    let events = match resumed == thread_id {
+                        true => events,
+                        false => server.subscribe(&resumed),
+                    };
+                    self.live = Some(LiveThread {
+                        server,
+                        server_name,
+                        thread_id: resumed,
+                        events,
+                        cwd,
+                        persisted: true,
+                    });
                     return Ok(());
                 }
                 Err(CodexError::ThreadGone { message, .. }) => {

@@ -15,7 +15,7 @@ use crate::deadline;
 use crate::router::approvals::codex_decision;
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::router::turn::{Effect, Input, TurnOutcome, TurnTracker};
+use crate::router::turn::{Effect, Input, TurnEnd, TurnOutcome, TurnTracker};
 use crate::session::Progress;
 
 /// How often a running turn's status is drawn again for its clock, when nothing else
@@ -58,8 +58,12 @@ impl Actor {
             false => Progress::Quiet,
         };
         let outcome = self.follow_turn(replies, tracker, progress).await;
-        // Requests of a finished turn can no longer be answered; dropping declines them.
-        self.approvals.clear();
+        match outcome.end {
+            // Left on its worker: Codex asks its requests again at the next start.
+            TurnEnd::HandedOver => self.approvals.leave(),
+            // Requests of a finished turn can no longer be answered; dropping declines them.
+            _ => self.approvals.clear(),
+        }
         replies.send(OutboundKind::Working(false));
         outcome
     }
