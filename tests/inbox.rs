@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::binary::{ALICE, gateway_command, telegram_env, wait_healthy};
+use support::binary::{ALICE, crash, run_healthy, telegram_env};
 use support::discord::{APP_ID, FakeDiscord};
 use support::telegram::{FakeTelegram, Fault};
 use support::{Gateway, TestEnv};
@@ -99,33 +99,21 @@ async fn a_killed_gateway_loses_no_message_and_repeats_none() {
     let tg = FakeTelegram::start().await;
     let port = support::free_port();
     let envs = telegram_env(&tg, port);
-    let start = || {
-        let mut child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
-        // Read the log as it comes, so a full pipe never stalls the gateway.
-        let mut log = child.stderr.take().unwrap();
-        std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-        child
-    };
 
     // Answered, then killed: the answer is not sent again.
-    let mut gateway = start();
-    wait_healthy(port).await;
+    let gateway = run_healthy(&env, &envs, port).await;
     tg.dm(ALICE, "answered before the kill");
     tg.wait_for_text(ALICE, |t| t == "Echo: answered before the kill")
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    gateway.kill().unwrap();
-    gateway.wait().unwrap();
+    crash(gateway);
 
     // Killed while one turn runs and a message waits behind it.
-    let mut gateway = start();
-    wait_healthy(port).await;
+    let gateway = run_healthy(&env, &envs, port).await;
     long_turn_and_queued(&tg, "waiting at the kill").await;
-    gateway.kill().unwrap();
-    gateway.wait().unwrap();
+    crash(gateway);
 
-    let mut gateway = start();
-    wait_healthy(port).await;
+    let gateway = run_healthy(&env, &envs, port).await;
     continue_offer(
         &tg,
         "The gateway went away while Codex worked on this message",
@@ -136,8 +124,7 @@ async fn a_killed_gateway_loses_no_message_and_repeats_none() {
     tg.dm(ALICE, "anything else?");
     tg.wait_for_text(ALICE, |t| t == "Echo: anything else?")
         .await;
-    gateway.kill().unwrap();
-    gateway.wait().unwrap();
+    crash(gateway);
 
     assert_eq!(count(&tg, "Echo: answered before the kill"), 1);
     assert_eq!(turns_asked(&env, "answered before the kill"), 1);
@@ -213,20 +200,13 @@ async fn an_answer_a_crash_kept_from_the_chat_is_sent_at_the_next_start_once() {
     let tg = FakeTelegram::start().await;
     let port = support::free_port();
     let envs = telegram_env(&tg, port);
-    let start = || {
-        let mut child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
-        let mut log = child.stderr.take().unwrap();
-        std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
-        child
-    };
     let answer = "Echo: kept from the chat";
     let tries = |tg: &FakeTelegram| {
         let calls = tg.calls("sendMessage");
         calls.iter().filter(|c| c.body["text"] == answer).count()
     };
 
-    let mut gateway = start();
-    wait_healthy(port).await;
+    let gateway = run_healthy(&env, &envs, port).await;
     for _ in 0..50 {
         tg.fail_next("sendMessage+html", Fault::server(502, "html"));
     }
@@ -239,23 +219,18 @@ async fn an_answer_a_crash_kept_from_the_chat_is_sent_at_the_next_start_once() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    gateway.kill().unwrap();
-    gateway.wait().unwrap();
+    crash(gateway);
     tg.clear_faults();
     assert_eq!(count(&tg, answer), 0, "the outage let the answer through");
 
-    let mut gateway = start();
-    wait_healthy(port).await;
+    let gateway = run_healthy(&env, &envs, port).await;
     tg.wait_for_text(ALICE, |t| t == answer).await;
-    gateway.kill().unwrap();
-    gateway.wait().unwrap();
-    let mut gateway = start();
-    wait_healthy(port).await;
+    crash(gateway);
+    let gateway = run_healthy(&env, &envs, port).await;
     tg.dm(ALICE, "and after that?");
     tg.wait_for_text(ALICE, |t| t == "Echo: and after that?")
         .await;
-    gateway.kill().unwrap();
-    gateway.wait().unwrap();
+    crash(gateway);
     assert_eq!(count(&tg, answer), 1);
     assert_eq!(
         turns_asked(&env, "kept from the chat"),

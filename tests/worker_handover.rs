@@ -81,6 +81,22 @@ impl Client {
         }
     }
 
+    /// A new thread in `cwd` and a turn on it saying `text`, with `overrides` (more
+    /// `turn/start` params); the thread's id.
+    async fn start_turn(&mut self, cwd: &str, text: &str, overrides: Value) -> String {
+        let started = self.call("thread/start", json!({"cwd": cwd})).await;
+        let thread_id = started["result"]["thread"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let mut params = json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]});
+        for (key, value) in overrides.as_object().unwrap() {
+            params[key] = value.clone();
+        }
+        self.call("turn/start", params).await;
+        thread_id
+    }
+
     /// Reads until `method` arrives (or `wait` passes).
     async fn until(&mut self, method: &str, wait: Duration) -> Option<Value> {
         let deadline = Instant::now() + wait;
@@ -106,14 +122,10 @@ async fn a_running_turn_outlives_its_websocket_client() {
 
     // The first client starts a turn that runs a 4 s command, then goes away.
     let mut first = Client::connect(&worker).await;
-    let started = first.call("thread/start", json!({"cwd": cwd})).await;
-    let thread_id = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let input = json!([{"type": "text", "text": "run: sleep 4; echo handed-over"}]);
-    let params = json!({"threadId": thread_id, "input": input});
-    first.call("turn/start", params).await;
+    let turn = json!({});
+    let thread_id = first
+        .start_turn(&cwd, "run: sleep 4; echo handed-over", turn)
+        .await;
     first.until("item/started", Duration::from_secs(30)).await;
     let left = Instant::now();
     first.socket.close(None).await.unwrap();
@@ -240,15 +252,11 @@ async fn an_approval_asked_while_away_is_asked_again_on_resume() {
     let worker = Worker::start(&env, "approve", TOKEN).await;
     let cwd = env.workspace().display().to_string();
     let mut first = Client::connect(&worker).await;
-    let started = first.call("thread/start", json!({"cwd": cwd})).await;
-    let thread_id = started["result"]["thread"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let input = json!([{"type": "text", "text": "run: touch approved.txt"}]);
-    let params = json!({"threadId": thread_id, "input": input, "approvalPolicy": "untrusted",
-        "sandboxPolicy": {"type": "readOnly"}});
-    first.call("turn/start", params).await;
+    // Commands need approval, and a write cannot pass the sandbox unasked.
+    let turn = json!({"approvalPolicy": "untrusted", "sandboxPolicy": {"type": "readOnly"}});
+    let thread_id = first
+        .start_turn(&cwd, "run: touch approved.txt", turn)
+        .await;
     let asked = server_request(&mut first)
         .await
         .expect("an approval request");

@@ -63,6 +63,22 @@ pub async fn wait_healthy(port: u16) {
     }
 }
 
+/// `codex-gateway run` with `envs`, healthy on `port`; its log is drained as it comes,
+/// so a full pipe never stalls it.
+pub async fn run_healthy(env: &TestEnv, envs: &[(&str, String)], port: u16) -> Child {
+    let mut child = gateway_command(env, &["run"], envs).spawn().unwrap();
+    let mut log = child.stderr.take().unwrap();
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    wait_healthy(port).await;
+    child
+}
+
+/// Kills the gateway as a crash or the OOM killer would (SIGKILL), and reaps it.
+pub fn crash(mut child: Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 pub fn terminate(child: &Child) {
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
