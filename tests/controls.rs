@@ -1,18 +1,20 @@
 //! Chat controls against the real app-server and the fake model: a chat's own model,
 //! reasoning effort and folder (`/model`, `/effort`, `/cwd`, fixed folders), which reach
 //! the next model request, survive a restart and `/new`, and change nothing when bad;
-//! `/usage`, `/threads` and `/resume`; `/login` offline and against a stand-in Codex.
+//! a custom provider's models shown and chosen by name; `/usage`, `/threads` and `/resume`; `/login` offline and against a stand-in Codex.
 
 mod support;
 
-use support::{Chat, TestEnv};
+use std::sync::Arc;
 
-/// The choices a listing notice offers ("Choices: a (default), b, c").
+use support::{Brain, Chat, Reply, TestEnv, default_brain};
+
+/// The choices a listing notice offers ("Choices: a (default), b (configured), c").
 fn listed(notice: &str, prefix: &str) -> Vec<String> {
     let line = notice.lines().find_map(|l| l.strip_prefix(prefix)).unwrap();
     let line = line.split_once(": ").map_or(line, |(_, list)| list);
     line.split(", ")
-        .map(|item| item.trim_end_matches(" (default)").to_owned())
+        .map(|item| item.split(" (").next().unwrap().to_owned())
         .collect()
 }
 
@@ -41,9 +43,6 @@ async fn model_and_effort_reach_the_model_and_outlive_a_restart_and_new() {
     chat.notice("effort from the next turn on").await;
     chat.send(&app, "/effort extreme-thinking");
     chat.notice("has no extreme-thinking effort; nothing changed")
-        .await;
-    chat.send(&app, "/model no-such-model");
-    chat.notice("There is no model no-such-model here; nothing changed")
         .await;
     chat.ask(&app, "second with an effort").await;
     let request = env.model.request_for("second with an effort");
@@ -78,6 +77,69 @@ async fn model_and_effort_reach_the_model_and_outlive_a_restart_and_new() {
         env.model.request_for("someone else").body["model"],
         model.as_str()
     );
+    env.shut_down(app).await;
+}
+
+/// The tests' Codex uses a custom provider (`model_provider = "mock"`, model `mock-model`),
+/// as people run Azure, OpenRouter, LiteLLM or Ollama: `model/list` carries OpenAI's
+/// catalog, not the provider's models.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_providers_model_is_shown_and_any_of_its_models_chosen() {
+    let served = default_brain();
+    let brain: Brain = Arc::new(move |request| match request.body["model"].as_str() {
+        Some("not-served") => Reply::NoSuchModel,
+        _ => served(request),
+    });
+    let env = TestEnv::with_brain(brain).await;
+    let app = env.start().await;
+    let mut chat = Chat::new("provider");
+
+    chat.send(&app, "/model");
+    let listing = chat.notice("Choices:").await;
+    assert!(listing.starts_with("Model: mock-model\n"), "{listing}");
+    assert!(
+        listing.contains("Choices: mock-model (configured), "),
+        "{listing}"
+    );
+    chat.send(&app, "/model mock-alt");
+    let chosen = chat.notice("from the next turn on").await;
+    assert!(
+        chosen.contains("not in Codex's list; using it as given"),
+        "{chosen}"
+    );
+    chat.send(&app, "/effort");
+    let efforts = chat.notice("Choices for mock-alt").await;
+    assert!(efforts.contains("high"), "{efforts}");
+    chat.send(&app, "/effort high");
+    chat.notice("high effort from the next turn on").await;
+    chat.ask(&app, "on the provider's other model").await;
+    let request = env.model.request_for("on the provider's other model");
+    assert_eq!(request.body["model"], "mock-alt");
+    assert_eq!(request.body["reasoning"]["effort"], "high");
+
+    env.shut_down(app).await;
+    let app = env.start().await;
+    let mut chat = Chat::new("provider");
+    chat.send(&app, "/status");
+    let status = chat.notice("Model:").await;
+    assert!(status.contains("Model: mock-alt"), "{status}");
+    chat.ask(&app, "after a restart").await;
+    assert_eq!(
+        env.model.request_for("after a restart").body["model"],
+        "mock-alt"
+    );
+
+    // A name the provider does not serve is taken, and its refusal shown on the turn.
+    chat.send(&app, "/model not-served");
+    chat.notice("using it as given").await;
+    chat.send(&app, "on a model nobody serves");
+    let refused = chat.notice("Codex failed").await;
+    assert!(refused.contains("`not-served` does not exist"), "{refused}");
+    chat.send(&app, "/model mock-model");
+    let back = chat.notice("from the next turn on").await;
+    assert!(!back.contains("not in Codex's list"), "{back}");
+    let answer = chat.ask(&app, "back on the configured model").await;
+    assert!(answer.contains("back on the configured model"), "{answer}");
     env.shut_down(app).await;
 }
 

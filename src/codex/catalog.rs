@@ -1,5 +1,6 @@
 //! What Codex offers a chat to choose from and to know: its models with their reasoning
-//! efforts (`model/list`), and the account's rate-limit windows (`account/rateLimits/read`).
+//! efforts (`model/list`), the effective config's model and provider (`config/read`), and
+//! the account's rate-limit windows (`account/rateLimits/read`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -45,6 +46,31 @@ impl ModelInfo {
 struct ModelPage {
     data: Vec<ModelInfo>,
     next_cursor: Option<String>,
+}
+
+/// What Codex's effective config says about the model (`config/read`): the model and
+/// provider every turn uses unless a chat chose otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ModelConfig {
+    pub model: Option<String>,
+    pub model_provider: Option<String>,
+    pub model_reasoning_effort: Option<String>,
+}
+
+/// The provider Codex uses when its config names none.
+const OPENAI_PROVIDER: &str = "openai";
+
+impl ModelConfig {
+    /// Whether the models come from OpenAI, whose catalog `model/list` is: any other
+    /// provider (Azure, OpenRouter, LiteLLM, Ollama) serves names Codex does not list.
+    pub fn lists_every_model(&self) -> bool {
+        self.model_provider.as_deref().unwrap_or(OPENAI_PROVIDER) == OPENAI_PROVIDER
+    }
+}
+
+#[derive(Deserialize)]
+struct ConfigReply {
+    config: ModelConfig,
 }
 
 /// One rate-limit window of the account: how much of it is used and when it resets.
@@ -104,6 +130,13 @@ impl AppServer {
         Ok(models)
     }
 
+    /// The model part of Codex's effective config, as seen from `cwd` (project layers count).
+    pub async fn model_config(&self, cwd: Option<&str>) -> Result<ModelConfig, CodexError> {
+        let params = json!({"cwd": cwd, "includeLayers": false});
+        let reply: ConfigReply = self.request_within("config/read", params, QUICK).await?;
+        Ok(reply.config)
+    }
+
     /// The account's rate-limit windows; `Ok(None)` when the provider reports none.
     pub async fn rate_limits(&self) -> Result<Option<RateLimits>, CodexError> {
         let reply: Result<RateLimitsReply, _> = self
@@ -147,6 +180,22 @@ mod tests {
             (primary.used_percent, primary.window_duration_mins),
             (42, Some(300))
         );
+    }
+
+    #[test]
+    fn a_custom_provider_is_told_apart_from_openai() {
+        let reply: ConfigReply = serde_json::from_value(json!({"config": {
+            "model": "mock-model", "model_provider": "mock", "model_reasoning_effort": null,
+            "sandbox_mode": "danger-full-access", "features": {}}}))
+        .unwrap();
+        assert_eq!(reply.config.model.as_deref(), Some("mock-model"));
+        assert!(!reply.config.lists_every_model());
+        assert!(ModelConfig::default().lists_every_model());
+        let openai = ModelConfig {
+            model_provider: Some("openai".into()),
+            ..ModelConfig::default()
+        };
+        assert!(openai.lists_every_model());
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod unread;
 mod wire;
 mod workers;
 
-pub use catalog::{ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
+pub use catalog::{ModelConfig, ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
 pub use error::CodexError;
 pub use files::{PathKind, RealPath};
 pub use login::{DeviceLogin, LoginOutcome, PendingLogin};

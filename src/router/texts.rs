@@ -373,6 +373,9 @@ pub fn no_such_model(name: &str, names: &str) -> String {
     format!("There is no model {name} here; nothing changed. Choices: {names}")
 }
 
+/// Added when a provider's model (or effort) is not in Codex's list.
+pub const MODEL_AS_GIVEN: &str = " It is not in Codex's list; using it as given (the provider says on the next turn if it has no such model).";
+
 pub fn model_chosen(model: &str) -> String {
     format!("This chat uses {model} from the next turn on.")
 }
@@ -431,15 +434,25 @@ pub fn rate_limits_unread(error: &impl std::fmt::Display) -> String {
     format!("Codex did not say its rate limits: {error}")
 }
 
-/// The models a person may pick, the default marked.
-pub fn model_names(models: &[ModelInfo]) -> String {
-    let shown: Vec<String> = models
-        .iter()
-        .filter(|m| !m.hidden)
-        .map(|m| match m.is_default {
-            true => format!("{} (default)", m.id),
-            false => m.id.clone(),
-        })
+/// The models a person may pick: Codex's configured one marked (listed first when
+/// `model/list` lacks it), else Codex's default.
+pub fn model_names(models: &[ModelInfo], configured: Option<&str>) -> String {
+    let listed = |name: &str| models.iter().any(|m| m.id == name);
+    let unlisted = configured.filter(|name| !listed(name));
+    let marked = |id: &str, is_default: bool| match (configured, is_default) {
+        (Some(configured), _) if configured == id => format!("{id} (configured)"),
+        (None, true) => format!("{id} (default)"),
+        _ => id.to_owned(),
+    };
+    let shown: Vec<String> = unlisted
+        .map(|name| marked(name, false))
+        .into_iter()
+        .chain(
+            models
+                .iter()
+                .filter(|m| !m.hidden)
+                .map(|m| marked(&m.id, m.is_default)),
+        )
         .collect();
     match shown.is_empty() {
         true => "none listed".into(),

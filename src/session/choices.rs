@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use tracing::warn;
 
 use super::{Session, SessionError};
-use crate::codex::{ModelInfo, PathKind, RateLimits, RealPath, TurnOverrides};
+use crate::codex::{ModelConfig, ModelInfo, PathKind, RateLimits, RealPath, TurnOverrides};
 use crate::config::{FollowUp, NamedChoice, Progress};
 use crate::store::StoreError;
 pub use crate::store::{ChatChoices, Choice};
@@ -63,7 +63,11 @@ impl Session {
         match choice {
             Choice::Model => choices.model = value,
             Choice::Effort => choices.effort = value,
-            Choice::Folder => choices.folder = value,
+            Choice::Folder => {
+                // Project layers of Codex's config depend on the folder.
+                self.model_config = None;
+                choices.folder = value
+            }
             Choice::FollowUp => choices.follow_up = value,
             Choice::Progress => choices.progress = value,
         }
@@ -98,6 +102,23 @@ impl Session {
     /// The models Codex offers this chat.
     pub async fn models(&self) -> Result<Vec<ModelInfo>, SessionError> {
         Ok(self.server().await?.models().await?)
+    }
+
+    /// Codex's configured model and provider, as its effective config for the chat's
+    /// folder says (asked once per session).
+    pub async fn model_config(&mut self) -> Result<ModelConfig, SessionError> {
+        if let Some(config) = &self.model_config {
+            return Ok(config.clone());
+        }
+        let cwd = self.folder().ok().map(|f| f.display().to_string());
+        let config = self.server().await?.model_config(cwd.as_deref()).await?;
+        self.model_config = Some(config.clone());
+        Ok(config)
+    }
+
+    /// Codex's configured model and provider if already asked (for `/status`).
+    pub fn known_model_config(&self) -> Option<&ModelConfig> {
+        self.model_config.as_ref()
     }
 
     /// The account's rate-limit windows, when the provider reports them.

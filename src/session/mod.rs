@@ -10,7 +10,8 @@ use tracing::{info, warn};
 
 use crate::chat::{ChatKey, Receipt, Ticket};
 use crate::codex::{
-    AppServer, CodexError, ThreadEvent, ThreadSettings, TokenUsage, TurnState, UserInput,
+    AppServer, CodexError, ModelConfig, ThreadEvent, ThreadSettings, TokenUsage, TurnState,
+    UserInput,
 };
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
@@ -86,6 +87,8 @@ pub struct Session {
     asked: Vec<String>,
     /// The chat's choices of model, effort and folder, once read.
     choices: Option<ChatChoices>,
+    /// Codex's configured model and provider for the chat's folder, once asked.
+    model_config: Option<ModelConfig>,
     /// The Codex server holding the chat's thread, once known (see `placement`).
     placed: std::sync::Mutex<Option<String>>,
 }
@@ -99,6 +102,7 @@ impl Session {
             replacing: None,
             asked: Vec::new(),
             choices: None,
+            model_config: None,
             placed: std::sync::Mutex::new(None),
         }
     }

@@ -105,6 +105,9 @@ pub enum Reply {
     },
     /// An HTTP error status.
     Fail(u16),
+    /// A model the provider does not serve, as OpenAI-compatible servers refuse it: 404
+    /// `model_not_found`.
+    NoSuchModel,
     /// The account's usage limit, as ChatGPT's backend answers: 429 with
     /// `usage_limit_reached`, and the 5-hour window at 100 % resetting in `resets_in`.
     UsageLimit {
@@ -293,6 +296,10 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
     let answered = request.answered.clone();
     let reply = (shared.brain)(&request);
     let tokens = shared.input_tokens.load(Ordering::SeqCst);
+    let model = request.body["model"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     shared.log.lock().unwrap().push(request);
     let events = match reply {
         Reply::Fail(status) => {
@@ -301,6 +308,13 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             return (status, axum::Json(body)).into_response();
         }
         Reply::UsageLimit { resets_in } => return usage_limit(resets_in),
+        Reply::NoSuchModel => {
+            let message =
+                format!("The model `{model}` does not exist or you do not have access to it.");
+            let body = json!({"error": {"message": message, "type": "invalid_request_error",
+                "param": null, "code": "model_not_found"}});
+            return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
+        }
         Reply::Text(text) => message_events(&[text.as_str()], tokens),
         Reply::Exec(command) => tool_call_events(&command, tokens),
         Reply::Round(outputs) => round_events(&outputs, tokens),

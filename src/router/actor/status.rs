@@ -23,7 +23,11 @@ impl Actor {
             let cwd = record.as_ref().map(|r| r.cwd.clone());
             cwd.filter(|cwd| !cwd.is_empty())
         });
-        let model = choices.model.or_else(|| self.ctx.settings.model.clone());
+        let configured = self.configured_model().await;
+        let model = choices
+            .model
+            .or_else(|| self.ctx.settings.model.clone())
+            .or(configured);
         let limits = self.session.known_rate_limits();
         let windows = limits
             .map(|l| [l.primary, l.secondary])
@@ -52,6 +56,18 @@ impl Actor {
 }
 
 impl Actor {
+    /// The model Codex's config names, asked only of a server already running this chat's
+    /// thread: `/status` answers at once and starts nothing.
+    async fn configured_model(&mut self) -> Option<String> {
+        if let Some(config) = self.session.known_model_config() {
+            return config.model.clone();
+        }
+        match self.session.is_live() {
+            true => self.session.model_config().await.ok()?.model,
+            false => None,
+        }
+    }
+
     /// Where the chat's thread runs, and whether that server is up.
     async fn server_line(&self) -> String {
         match self.session.server_place().await {
