@@ -254,6 +254,8 @@ pub struct ApprovalPrompt {
     pub files: Vec<(String, String)>,
     /// For a file change: the folder outside the workspace it asks write access to.
     pub grant_root: Option<String>,
+    /// For more permissions: what is asked, one line each ("network access").
+    pub permissions: Vec<String>,
     /// The decisions offered, in button order.
     pub decisions: Vec<Decision>,
 }
@@ -263,6 +265,8 @@ pub struct ApprovalPrompt {
 pub enum ActionKind {
     Command,
     FileChange,
+    /// More access: network, folders to read or write.
+    Permissions,
 }
 
 /// A person's answer to an approval prompt.

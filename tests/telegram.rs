@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use codex_gateway::config::{ApprovalPolicy, Config};
 use serde_json::Value;
-use support::telegram::{BOT_USERNAME, FakeTelegram, Fault, visible_text};
+use support::telegram::{
+    BOT_USERNAME, FakeTelegram, Fault, button_data, button_labels, buttons, visible_text,
+};
 use support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 
 const ALICE: i64 = 1001;
@@ -187,7 +189,7 @@ async fn approvals_by_button_and_only_by_allowed_users() {
     let (prompt, _) = tg
         .wait_for_text(ALICE, |t| t.starts_with("Codex asks to run"))
         .await;
-    let call = sent_message(&tg, |t| t.starts_with("Codex asks")).await;
+    let call = tg.sent_message(|t| t.starts_with("Codex asks")).await;
     let buttons = &call.body["reply_markup"]["inline_keyboard"];
     let data = |row: usize, col: usize| {
         buttons[row][col]["callback_data"]
@@ -220,10 +222,10 @@ async fn approvals_by_button_and_only_by_allowed_users() {
     // Codex 0.171 offers accept and cancel for a command (and an amendment the bot does
     // not offer): only those are buttons.
     tg.dm(ALICE, "run: touch cancelled.txt");
-    let call = sent_message(&tg, |t| t.contains("touch cancelled.txt")).await;
+    let call = tg.sent_message(|t| t.contains("touch cancelled.txt")).await;
     let labels = button_labels(&call.body);
     assert_eq!(labels, ["Accept", "Cancel"]);
-    let second = call_message_id(&tg, &call).await;
+    let second = tg.message_id_of(&call).await;
     let cancel = button_data(&call.body, "Cancel");
     tg.press(ALICE, ALICE, second, &cancel);
     tg.wait_for_text(ALICE, |t| t.contains("Cancel by")).await;
@@ -233,42 +235,6 @@ async fn approvals_by_button_and_only_by_allowed_users() {
     .await;
     gateway.stop().await;
     assert!(!env.workspace().join("cancelled.txt").exists());
-}
-
-/// The first sendMessage call whose text satisfies `pick`.
-async fn sent_message(tg: &FakeTelegram, pick: impl Fn(&str) -> bool) -> support::telegram::Call {
-    tg.wait_for_call("sendMessage", |b| b["text"].as_str().is_some_and(&pick))
-        .await
-}
-
-fn buttons(body: &serde_json::Value) -> Vec<serde_json::Value> {
-    let rows = body["reply_markup"]["inline_keyboard"].as_array().cloned();
-    rows.unwrap_or_default()
-        .iter()
-        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-        .collect()
-}
-
-fn button_labels(body: &serde_json::Value) -> Vec<String> {
-    buttons(body)
-        .iter()
-        .map(|b| b["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-fn button_data(body: &serde_json::Value, label: &str) -> String {
-    let button = buttons(body).into_iter().find(|b| b["text"] == label);
-    let button = button.unwrap_or_else(|| panic!("no {label} button in {body}"));
-    button["callback_data"].as_str().unwrap().to_owned()
-}
-
-/// The id of the message a send call created (the fake numbers them in order).
-async fn call_message_id(tg: &FakeTelegram, call: &support::telegram::Call) -> i64 {
-    let sent = call.body["text"].as_str().or(call.body["caption"].as_str());
-    let sent = sent.unwrap_or_default().to_owned();
-    tg.wait_for_text(call.body["chat_id"].as_i64().unwrap(), |t| t == sent)
-        .await
-        .0
 }
 
 /// An approval prompt shows the command exactly: HTML kept literal in a code block,
@@ -281,9 +247,9 @@ async fn approval_prompts_show_the_whole_command_exactly() {
     let gateway = Gateway::start(&config);
 
     tg.dm(ALICE, "run: echo '<b>x</b> & @admin' > safe\u{202E}txt.sh");
-    let call = sent_message(&tg, |t| t.starts_with("Codex asks")).await;
+    let call = tg.sent_message(|t| t.starts_with("Codex asks")).await;
     assert_eq!(call.body["parse_mode"], "HTML");
-    let id = call_message_id(&tg, &call).await;
+    let id = tg.message_id_of(&call).await;
     let shown = tg.message_of(id).unwrap();
     let text = shown["text"].as_str().unwrap();
     assert!(
@@ -329,7 +295,7 @@ async fn approval_prompts_show_the_whole_command_exactly() {
                 .is_some_and(|t| t.starts_with("Codex asks to run"))
         })
         .await;
-    let id = call_message_id(&tg, &call).await;
+    let id = tg.message_id_of(&call).await;
     let (name, content) = tg.document_of(id).unwrap();
     assert_eq!(name, "approval.txt");
     assert!(
@@ -828,12 +794,12 @@ async fn a_model_is_chosen_with_a_button() {
     let (env, tg, config) = setup().await;
     let gateway = Gateway::start(&config);
     tg.dm(ALICE, "/model");
-    let listing = sent_message(&tg, |t| t.starts_with("Model:")).await;
+    let listing = tg.sent_message(|t| t.starts_with("Model:")).await;
     let buttons = buttons(&listing.body);
     assert!(buttons.len() > 1, "{}", listing.body);
     let last = buttons.last().unwrap();
     let model = last["text"].as_str().unwrap().to_owned();
-    let id = call_message_id(&tg, &listing).await;
+    let id = tg.message_id_of(&listing).await;
     tg.press(ALICE, ALICE, id, last["callback_data"].as_str().unwrap());
     tg.wait_for_text(ALICE, |t| {
         t == format!("This chat uses {model} from the next turn on.")

@@ -7,7 +7,9 @@ mod login;
 mod orphans;
 mod process;
 mod protocol;
+mod questions;
 mod remote;
+mod responder;
 mod run_as;
 mod spawn;
 mod supervisor;
@@ -27,10 +29,12 @@ pub use protocol::{
     Item, Notification, Phase, PlanStatus, PlanStep, SandboxMode, ThreadSettings, TokenCounts,
     TokenUsage, TurnStatus, UserInput,
 };
+pub use questions::{Answers, QuestionOption, UserQuestion};
 pub use remote::RemoteSpec;
+pub use responder::{ApprovalResponder, QuestionResponder};
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::{Codex, LOCAL, ServerState, Starting};
 pub use threads::{ThreadPage, ThreadSummary, TurnState};
 pub use unread::UnreadLog;
-pub use wire::{ApprovalResponder, ThreadEvent};
+pub use wire::ThreadEvent;

@@ -242,6 +242,8 @@ pub enum Notification {
 pub enum ApprovalKind {
     Command,
     FileChange,
+    /// More access for the turn or the session: network, folders to read or write.
+    Permissions,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -256,6 +258,9 @@ pub struct ApprovalRequest {
     pub grant_root: Option<String>,
     /// The decisions Codex allows for this request (`availableDecisions`; all when absent).
     pub decisions: Vec<ApprovalDecision>,
+    /// For a permissions request: what is asked, one line each ("network access",
+    /// "write /srv/data").
+    pub permissions: Vec<String>,
 }
 
 /// One file of a file change: its path and what happens to it (`add`, `update`, `delete`).
@@ -435,7 +440,20 @@ impl ApprovalRequest {
         let kind = match method {
             "item/commandExecution/requestApproval" => ApprovalKind::Command,
             "item/fileChange/requestApproval" => ApprovalKind::FileChange,
+            "item/permissions/requestApproval" => ApprovalKind::Permissions,
             _ => return None,
+        };
+        let (permissions, decisions) = match kind {
+            // A grant is for the turn or the session; declining grants nothing.
+            ApprovalKind::Permissions => (
+                asked_permissions(params.get("permissions").unwrap_or(&Value::Null)),
+                vec![
+                    ApprovalDecision::Accept,
+                    ApprovalDecision::AcceptForSession,
+                    ApprovalDecision::Decline,
+                ],
+            ),
+            _ => (Vec::new(), available_decisions(params)),
         };
         Some(ApprovalRequest {
             kind,
@@ -444,9 +462,44 @@ impl ApprovalRequest {
             reason: text(params, "reason"),
             files,
             grant_root: text(params, "grantRoot"),
-            decisions: available_decisions(params),
+            decisions,
+            permissions,
         })
     }
+}
+
+/// A permission profile (`RequestPermissionProfile`) as lines a person reads: network
+/// access, then each folder with read or write (`fileSystem.entries`, else the older
+/// `read` and `write` lists).
+fn asked_permissions(profile: &Value) -> Vec<String> {
+    let mut lines = Vec::new();
+    if profile.pointer("/network/enabled") == Some(&Value::Bool(true)) {
+        lines.push("network access".to_owned());
+    }
+    let file_system = profile.get("fileSystem").unwrap_or(&Value::Null);
+    let entries = file_system.get("entries").and_then(Value::as_array);
+    for entry in entries.into_iter().flatten() {
+        let access = entry.get("access").and_then(Value::as_str).unwrap_or("?");
+        let path = entry.get("path").unwrap_or(&Value::Null);
+        let shown = match path.get("type").and_then(Value::as_str) {
+            Some("path") => text(path, "path"),
+            Some("glob_pattern") => text(path, "pattern"),
+            _ => path
+                .pointer("/value/kind")
+                .and_then(Value::as_str)
+                .map(|k| format!("<{k}>")),
+        };
+        lines.push(format!("{access} {}", shown.unwrap_or_else(|| "?".into())));
+    }
+    if entries.is_none() {
+        for access in ["read", "write"] {
+            let paths = file_system.get(access).and_then(Value::as_array);
+            for path in paths.into_iter().flatten().filter_map(Value::as_str) {
+                lines.push(format!("{access} {path}"));
+            }
+        }
+    }
+    lines
 }
 
 /// The plain decisions of `availableDecisions`; the ones with a policy amendment (objects)

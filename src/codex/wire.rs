@@ -15,8 +15,10 @@ use tracing::{error, info, warn};
 
 use super::catalog::RateLimits;
 use super::protocol::{
-    ApprovalDecision, ApprovalRequest, ChangedFile, Notification, changed_files, thread_id_of,
+    ApprovalKind, ApprovalRequest, ChangedFile, Notification, changed_files, thread_id_of,
 };
+use super::questions::{self, UserQuestion};
+use super::responder::{ApprovalResponder, QuestionResponder};
 use super::unread::{Unread, UnreadLog};
 
 /// What a thread's subscriber receives.
@@ -24,42 +26,9 @@ use super::unread::{Unread, UnreadLog};
 pub enum ThreadEvent {
     Notification(Notification),
     Approval(ApprovalRequest, ApprovalResponder),
+    Question(Vec<UserQuestion>, QuestionResponder),
     /// The process hosting the thread is gone; the thread must be resumed elsewhere.
     ProcessExited,
-}
-
-/// Answers one approval request. Dropping it unanswered declines, so Codex never waits forever.
-#[derive(Debug)]
-pub struct ApprovalResponder {
-    request_id: Value,
-    outgoing: mpsc::UnboundedSender<String>,
-    answered: bool,
-}
-
-impl ApprovalResponder {
-    /// Leaves the request unanswered: the gateway stops, and Codex asks it again of the
-    /// client that resumes the thread (measured with app-server 0.171.0).
-    pub fn leave(mut self) {
-        self.answered = true;
-    }
-
-    pub fn answer(mut self, decision: ApprovalDecision) {
-        self.send(decision);
-    }
-
-    fn send(&mut self, decision: ApprovalDecision) {
-        self.answered = true;
-        let line = json!({"id": self.request_id, "result": {"decision": decision}});
-        let _ = self.outgoing.send(line.to_string());
-    }
-}
-
-impl Drop for ApprovalResponder {
-    fn drop(&mut self) {
-        if !self.answered {
-            self.send(ApprovalDecision::Decline);
-        }
-    }
 }
 
 pub(super) type RpcResult = Result<Value, (i64, String)>;
@@ -274,13 +243,18 @@ impl Shared {
             ApprovalRequest::parse(method, params, files),
             thread_id_of(params),
         ) {
-            let responder = ApprovalResponder {
-                request_id: id,
-                outgoing: self.outgoing.clone(),
-                answered: false,
-            };
+            let asked = (request.kind == ApprovalKind::Permissions)
+                .then(|| params.get("permissions").cloned().unwrap_or_default());
+            let responder = ApprovalResponder::new(id, self.outgoing.clone(), asked);
             // If nobody listens, the responder is dropped here and declines.
             self.route(thread_id, ThreadEvent::Approval(request, responder));
+            return;
+        }
+        if let (Some(asked), Some(thread_id)) =
+            (questions::parse(method, params), thread_id_of(params))
+        {
+            let responder = QuestionResponder::new(id, self.outgoing.clone());
+            self.route(thread_id, ThreadEvent::Question(asked, responder));
             return;
         }
         self.unread.note(method, Unread::Request);
@@ -313,6 +287,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codex::ApprovalDecision;
 
     fn shared() -> (Shared, mpsc::UnboundedReceiver<String>) {
         let (outgoing, written) = mpsc::unbounded_channel();
@@ -391,6 +366,34 @@ mod tests {
         drop(responder);
         let refusal: Value = serde_json::from_str(&written.try_recv().unwrap()).unwrap();
         assert_eq!(refusal["result"]["decision"], "decline");
+    }
+
+    #[test]
+    fn a_permissions_request_says_what_it_asks_and_is_granted_whole() {
+        let (shared, mut written) = shared();
+        let (events, mut received) = mpsc::unbounded_channel();
+        shared.threads.lock().unwrap().insert("t".into(), events);
+        // As app-server 0.171.0 sent it for the model's request_permissions call.
+        shared.dispatch(
+            r#"{"method":"item/permissions/requestApproval","id":0,"params":{"threadId":"t","turnId":"u","itemId":"call1","environmentId":"local","startedAtMs":1,"cwd":"/w","reason":"deps","permissions":{"network":{"enabled":true},"fileSystem":{"read":null,"write":["/srv/out"],"entries":[{"path":{"type":"path","path":"/srv/out"},"access":"write"},{"path":{"type":"special","value":{"kind":"tmpdir"}},"access":"read"}]}}}}"#,
+        );
+        let Ok(ThreadEvent::Approval(request, responder)) = received.try_recv() else {
+            panic!("no permissions request routed to the thread");
+        };
+        assert_eq!(request.kind, ApprovalKind::Permissions);
+        assert_eq!(
+            request.permissions,
+            ["network access", "write /srv/out", "read <tmpdir>"]
+        );
+        assert_eq!(request.reason.as_deref(), Some("deps"));
+        responder.answer(ApprovalDecision::Accept);
+        let grant: Value = serde_json::from_str(&written.try_recv().unwrap()).unwrap();
+        assert_eq!(grant["id"], 0);
+        assert_eq!(grant["result"]["scope"], "turn");
+        assert_eq!(
+            grant["result"]["permissions"]["fileSystem"]["write"][0],
+            "/srv/out"
+        );
     }
 
     #[test]

@@ -46,6 +46,10 @@ impl ApprovalCard {
                     .collect::<Vec<_>>()
                     .join("\n"),
             ),
+            ActionKind::Permissions if prompt.permissions.is_empty() => {
+                (texts::ASKS_FOR_ACCESS, texts::NO_ACCESS_GIVEN.into())
+            }
+            ActionKind::Permissions => (texts::ASKS_FOR_ACCESS, prompt.permissions.join("\n")),
         };
         let mut details = Vec::new();
         if let Some(cwd) = &prompt.cwd {
@@ -203,6 +207,7 @@ mod tests {
             reason: None,
             files: vec![],
             grant_root: None,
+            permissions: Vec::new(),
             decisions: Decision::ALL.to_vec(),
         }
     }
@@ -236,6 +241,7 @@ mod tests {
                 ("update".into(), "README.md".into()),
             ],
             grant_root: Some("/etc".into()),
+            permissions: Vec::new(),
             reason: Some("needs **root**".into()),
             ..command_prompt("")
         };

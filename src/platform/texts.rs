@@ -26,6 +26,8 @@ pub fn console_not_utf8(line: usize) -> String {
 
 pub const ASKS_TO_RUN: &str = "Codex asks to run a command:";
 pub const ASKS_TO_CHANGE: &str = "Codex asks to change files:";
+pub const ASKS_FOR_ACCESS: &str = "Codex asks for more access:";
+pub const NO_ACCESS_GIVEN: &str = "(Codex did not say what access)";
 pub const NO_COMMAND_GIVEN: &str = "(no command given)";
 pub const NO_FILES_GIVEN: &str = "(no file list given)";
 pub const NO_DECISION_OFFERED: &str =

@@ -38,6 +38,8 @@ pub enum Command {
     Diff,
     /// What to tell Codex in the chat's thread; empty says "continue".
     Continue(String),
+    /// The answer to the question Codex asks: an option's number or label, or text.
+    Answer(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,6 +281,20 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
+        argument: Some(Argument {
+            name: "reply",
+            about: "An option's number or label, or your own answer",
+            shown: "REPLY",
+        }),
+        during_turn: true,
+        ..plain(
+            "answer",
+            "Answer the question Codex asks",
+            "answer the question Codex asks: an option's number or label, or your own words (a plain message does the same while Codex waits)",
+            |reply| Ok(Command::Answer(reply.to_owned())),
+        )
+    },
+    CommandSpec {
         admin_only: true,
         ..plain(
             "login",
@@ -505,7 +521,7 @@ mod tests {
             .filter(|s| s.during_turn)
             .map(|s| s.name)
             .collect();
-        assert_eq!(answered_during_a_turn, ["stop", "status", "help"]);
+        assert_eq!(answered_during_a_turn, ["stop", "status", "answer", "help"]);
     }
 
     #[test]

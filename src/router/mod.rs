@@ -7,6 +7,7 @@ mod actor;
 mod approvals;
 pub mod command;
 mod live;
+mod questions;
 mod replies;
 mod texts;
 mod turn;

@@ -758,6 +758,43 @@ pub fn context_use(used: Option<i64>, window: Option<i64>) -> String {
     }
 }
 
+// Codex's questions.
+
+pub const ANSWER_SENT: &str = "Answer sent to Codex.";
+pub const ANSWER_HOW: &str = "Say /answer and your reply, e.g. /answer 1 for the first option.";
+pub const QUESTION_EXPIRED: &str = "Nobody answered Codex's question in time; Codex was told what was answered (if anything) and goes on.";
+
+/// One of Codex's questions: its header, the question, the options numbered with what
+/// each means, and how to answer.
+pub fn question(question: &crate::codex::UserQuestion, number: usize, of: usize) -> String {
+    let mut text = match of {
+        1 => "Codex asks".to_owned(),
+        of => format!("Codex asks ({number} of {of})"),
+    };
+    if !question.header.is_empty() {
+        text.push_str(&format!(" - {}", question.header));
+    }
+    text.push_str(&format!(":\n{}", question.question));
+    for (index, option) in question.options.iter().enumerate() {
+        text.push_str(&format!("\n{}. {}", index + 1, option.label));
+        if !option.description.is_empty() {
+            text.push_str(&format!(": {}", option.description));
+        }
+    }
+    let typed = question.is_other || question.options.is_empty();
+    text.push_str(match (question.options.is_empty(), typed) {
+        (true, _) => "\nReply with your answer.",
+        (false, true) => "\nPress an option, reply with its number, or reply with your own answer.",
+        (false, false) => "\nPress an option or reply with its number.",
+    });
+    if question.is_secret {
+        text.push_str(
+            " (Your reply is a secret: it goes to Codex only, but it stays in this chat.)",
+        );
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,6 +202,7 @@ model_provider = "mock"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
+suppress_unstable_features_warning = true
 web_search = "disabled"
 allow_login_shell = false
 [analytics]
@@ -212,6 +213,9 @@ apps = false
 remote_plugin = false
 shell_snapshot = false
 unbounded_connection_retries = false
+# Codex's questions and permission requests, which the model may then use.
+request_permissions_tool = true
+default_mode_request_user_input = true
 [model_providers.mock]
 name = "mock"
 base_url = "{base_url}"

@@ -65,7 +65,7 @@ impl ModelRequest {
         !self.ends_with_tool_output()
     }
 
-    fn ends_with_tool_output(&self) -> bool {
+    pub fn ends_with_tool_output(&self) -> bool {
         self.input()
             .last()
             .is_some_and(|item| item["type"] == "function_call_output")
@@ -102,6 +102,12 @@ pub enum Reply {
         text: String,
         chunks: usize,
         delay: Duration,
+    },
+    /// A call of another of Codex's tools (`request_user_input`, `request_permissions`)
+    /// with these arguments.
+    Call {
+        name: &'static str,
+        arguments: Value,
     },
     /// An HTTP error status.
     Fail(u16),
@@ -316,7 +322,11 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
         }
         Reply::Text(text) => message_events(&[text.as_str()], tokens),
-        Reply::Exec(command) => tool_call_events(&command, tokens),
+        Reply::Exec(command) => {
+            let arguments = json!({"cmd": command, "yield_time_ms": 10000});
+            function_call_events("exec_command", &arguments, tokens)
+        }
+        Reply::Call { name, arguments } => function_call_events(name, &arguments, tokens),
         Reply::Round(outputs) => round_events(&outputs, tokens),
         Reply::Slow {
             text,
@@ -386,14 +396,14 @@ fn message_events(pieces: &[&str], input_tokens: i64) -> Vec<String> {
     events
 }
 
-fn tool_call_events(command: &str, input_tokens: i64) -> Vec<String> {
-    let arguments = json!({"cmd": command, "yield_time_ms": 10000}).to_string();
+fn function_call_events(name: &str, arguments: &Value, input_tokens: i64) -> Vec<String> {
+    let arguments = arguments.to_string();
     vec![
         created(),
         event(
             "response.output_item.done",
             json!({"output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": format!("call_{}", rand_id()),
-                "name": "exec_command", "arguments": arguments, "status": "completed"}}),
+                "name": name, "arguments": arguments, "status": "completed"}}),
         ),
         completed(input_tokens),
     ]

@@ -748,3 +748,43 @@ async fn updates(inner: &Inner, body: &Value) -> Value {
         let _ = tokio::time::timeout_at(deadline, news).await;
     }
 }
+
+impl FakeTelegram {
+    /// The first sendMessage call whose text satisfies `pick`.
+    pub async fn sent_message(&self, pick: impl Fn(&str) -> bool) -> Call {
+        self.wait_for_call("sendMessage", |b| b["text"].as_str().is_some_and(&pick))
+            .await
+    }
+
+    /// The id of the message a send call created (the fake numbers them in order).
+    pub async fn message_id_of(&self, call: &Call) -> i64 {
+        let sent = call.body["text"].as_str().or(call.body["caption"].as_str());
+        let sent = sent.unwrap_or_default().to_owned();
+        self.wait_for_text(call.body["chat_id"].as_i64().unwrap(), |t| t == sent)
+            .await
+            .0
+    }
+}
+
+/// The inline buttons of a send call, row by row.
+pub fn buttons(body: &Value) -> Vec<Value> {
+    let rows = body["reply_markup"]["inline_keyboard"].as_array().cloned();
+    rows.unwrap_or_default()
+        .iter()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+pub fn button_labels(body: &Value) -> Vec<String> {
+    buttons(body)
+        .iter()
+        .map(|b| b["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The callback data of the button labelled `label`.
+pub fn button_data(body: &Value, label: &str) -> String {
+    let button = buttons(body).into_iter().find(|b| b["text"] == label);
+    let button = button.unwrap_or_else(|| panic!("no {label} button in {body}"));
+    button["callback_data"].as_str().unwrap().to_owned()
+}

@@ -60,9 +60,15 @@ impl Actor {
         let outcome = self.follow_turn(replies, tracker, progress).await;
         match outcome.end {
             // Left on its worker: Codex asks its requests again at the next start.
-            TurnEnd::HandedOver => self.approvals.leave(),
+            TurnEnd::HandedOver => {
+                self.approvals.leave();
+                self.questions.leave();
+            }
             // Requests of a finished turn can no longer be answered; dropping declines them.
-            _ => self.approvals.clear(),
+            _ => {
+                self.approvals.clear();
+                self.questions.clear();
+            }
         }
         replies.send(OutboundKind::Working(false));
         outcome
@@ -112,6 +118,10 @@ impl Actor {
                         self.ask_approval(replies, request, responder);
                         continue;
                     }
+                    Some(ThreadEvent::Question(questions, responder)) => {
+                        self.ask_questions(replies, questions, responder);
+                        continue;
+                    }
                     Some(ThreadEvent::ProcessExited) | None => Input::ProcessLost,
                 },
                 message = self.mailbox.recv(), if self.mailbox_open => match message {
@@ -129,6 +139,10 @@ impl Actor {
                         info!(chat = %self.chat, id, "approval request timed out; declined");
                         replies.notice(texts::APPROVAL_EXPIRED);
                     }
+                    continue;
+                }
+                () = deadline::sleep_until(self.questions.next_deadline()) => {
+                    self.expire_questions(replies);
                     continue;
                 }
                 changed = abort.changed(), if !aborted => {
@@ -201,7 +215,10 @@ impl Actor {
             replies.send(OutboundKind::Approval(prompt(id, request)));
             return;
         }
-        let what = request.command.as_deref().unwrap_or("a file change");
+        let what = match request.kind {
+            ApprovalKind::Permissions => "more access",
+            _ => request.command.as_deref().unwrap_or("a file change"),
+        };
         info!(chat = %self.chat, "approval request declined: no approver on this platform");
         debug!(chat = %self.chat, what, "declined approval request");
         replies.notice(texts::approval_declined(what));
@@ -216,6 +233,7 @@ fn prompt(id: u64, request: ApprovalRequest) -> ApprovalPrompt {
         action: match request.kind {
             ApprovalKind::Command => ActionKind::Command,
             ApprovalKind::FileChange => ActionKind::FileChange,
+            ApprovalKind::Permissions => ActionKind::Permissions,
         },
         decisions: Decision::ALL
             .into_iter()
@@ -230,5 +248,6 @@ fn prompt(id: u64, request: ApprovalRequest) -> ApprovalPrompt {
             .map(|file| (file.kind, file.path))
             .collect(),
         grant_root: request.grant_root,
+        permissions: request.permissions,
     }
 }

@@ -13,6 +13,7 @@ mod limit;
 mod login;
 mod message;
 mod new;
+mod questions;
 mod status;
 mod steer;
 mod threads;
@@ -27,6 +28,7 @@ use tracing::{error, info, warn};
 use super::activity::Activity;
 use super::approvals::{ApprovalIndex, PendingApprovals};
 use super::command::{self, Command, CommandSpec, Input};
+use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
 use crate::chat::{ChatKey, Decision, Inbound, Ticket};
@@ -68,6 +70,8 @@ pub(super) struct Actor {
     mailbox_open: bool,
     queue: VecDeque<ActorMsg>,
     approvals: PendingApprovals,
+    /// Codex's questions waiting for the chat's answers.
+    questions: PendingQuestions,
     /// Messages waiting for the account's usage limit to lift.
     held: limit::Held,
     /// The turn the last message left running on its worker at shutdown.
@@ -87,6 +91,7 @@ impl Actor {
         Self {
             session: Session::new(chat.clone(), ctx.clone()),
             approvals: PendingApprovals::new(chat.clone(), parts.approvals),
+            questions: PendingQuestions::new(ctx.settings.approval_timeout),
             chat,
             ctx,
             mailbox: parts.mailbox,
@@ -323,6 +328,7 @@ impl Actor {
             Command::Verbose => self.toggle_progress(replies, Progress::Verbose).await,
             Command::Quiet => self.toggle_progress(replies, Progress::Quiet).await,
             Command::Diff => self.send_diff(replies).await,
+            Command::Answer(reply) => self.answer_question(replies, &reply),
             Command::Continue(text) => {
                 let text = if text.is_empty() {
                     texts::CONTINUE
@@ -356,6 +362,15 @@ impl Actor {
             true => command::parse(&inbound.text),
             false => Input::Text(&inbound.text),
         };
+        // While Codex waits on a question, a plain message is its answer.
+        if let Input::Text(text) = parsed
+            && inbound.attachments.is_empty()
+            && self.questions.current().is_some()
+        {
+            self.answer_question(&Replies::to(&inbound), text);
+            self.ticket_done(&inbound).await;
+            return false;
+        }
         let for_codex = matches!(parsed, Input::Text(_));
         let replies = Replies::to(&inbound);
         let answered = match parsed {

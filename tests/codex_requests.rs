@@ -1,0 +1,181 @@
+//! Codex's own requests of a person, over real traffic (the real app-server, the fake
+//! model calling Codex's `request_user_input` and `request_permissions` tools, fake
+//! Telegram): questions answered by a button press and by a typed reply, or by nobody in
+//! time; more access granted by Accept and refused by Decline.
+
+mod support;
+
+use std::sync::Arc;
+
+use codex_gateway::config::ApprovalPolicy;
+use serde_json::{Value, json};
+use support::telegram::{FakeTelegram, button_data, button_labels};
+use support::{Brain, Gateway, Reply, TestEnv, default_brain};
+
+const ALICE: i64 = 1001;
+const MALLORY: i64 = 666;
+
+/// The default brain, plus: "ask: …" has the model ask two questions (each with
+/// options, Codex adding "Other"), "access: PATH" has it ask for network access and writing PATH.
+fn asking_brain() -> Brain {
+    let default = default_brain();
+    Arc::new(move |request| {
+        let text = request.last_human_text();
+        if request.ends_with_tool_output() {
+            return default(request);
+        }
+        if text.starts_with("ask: ") {
+            let arguments = json!({"questions": [
+                {"id": "db", "header": "Database", "question": "Which database should the app use?",
+                 "options": [{"label": "SQLite (Recommended)", "description": "one file, no server"},
+                             {"label": "Postgres", "description": "a server to run"}]},
+                // 0.171 refuses a question without options; "Other" is a typed answer.
+                {"id": "name", "header": "Name", "question": "What is the app called?",
+                 "options": [{"label": "app", "description": "the folder's name"},
+                             {"label": "tracker", "description": "what it does"}]}]});
+            return Reply::Call {
+                name: "request_user_input",
+                arguments,
+            };
+        }
+        if let Some(path) = text.strip_prefix("access: ") {
+            let arguments = json!({"reason": "to fetch the dependencies",
+                "permissions": {"network": {"enabled": true},
+                                "file_system": {"write": [path.trim()]}}});
+            return Reply::Call {
+                name: "request_permissions",
+                arguments,
+            };
+        }
+        default(request)
+    })
+}
+
+/// Waits until `count` of Alice's messages show an answer to a tool's output.
+async fn answers_shown(tg: &FakeTelegram, count: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let texts = tg.texts(ALICE);
+        let shown = texts
+            .iter()
+            .filter(|(_, t)| t.contains("Tool said:"))
+            .count();
+        if shown >= count {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{shown} of {count} answers: {texts:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// What the model got back from its last tool call, as JSON.
+fn last_tool_output(env: &TestEnv) -> Value {
+    let requests = env.model.requests();
+    let output = requests.iter().rev().find_map(|r| r.tool_outputs().pop());
+    serde_json::from_str(&output.expect("no tool output reached the model")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_questions_are_answered_by_a_press_and_a_typed_reply_or_time_out() {
+    let env = TestEnv::with_brain(asking_brain()).await;
+    let tg = FakeTelegram::start().await;
+    let mut config = env.telegram_config(&tg, ALICE);
+    let gateway = Gateway::start(&config);
+
+    tg.dm(ALICE, "ask: set up the app");
+    let call = tg
+        .sent_message(|t| t.starts_with("Codex asks (1 of 2) - Database"))
+        .await;
+    let text = call.body["text"].as_str().unwrap();
+    assert!(text.contains("2. Postgres: a server to run"), "{text}");
+    let labels = button_labels(&call.body);
+    assert_eq!(labels, ["SQLite (Recommended)", "Postgres"]);
+    let question = tg.message_id_of(&call).await;
+    let postgres = button_data(&call.body, "Postgres");
+    // Someone not allowed answers nothing (and is told why).
+    tg.press(MALLORY, ALICE, question, &postgres);
+    tg.wait_for_text(ALICE, |t| t.contains("not allowed") && t.contains("666"))
+        .await;
+    tg.press(ALICE, ALICE, question, &postgres);
+    tg.wait_for_text(ALICE, |t| t.starts_with("Codex asks (2 of 2) - Name"))
+        .await;
+    // A plain message answers the question Codex waits on ("Other"); it does not steer.
+    tg.dm(ALICE, "Puffin Tracker");
+    answers_shown(&tg, 1).await;
+    let answers = last_tool_output(&env);
+    assert_eq!(
+        answers,
+        json!({"answers": {"db": {"answers": ["Postgres"]},
+                           "name": {"answers": ["Puffin Tracker"]}}})
+    );
+    gateway.stop().await;
+
+    // Nobody answers: Codex hears so when approval_timeout_secs passes, and goes on.
+    config.codex.approval_timeout_secs = 2;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "ask: again");
+    tg.wait_for_calls("sendMessage", 2, |b| {
+        b["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Codex asks (1 of 2)"))
+    })
+    .await;
+    tg.wait_for_text(ALICE, |t| {
+        t.starts_with("Nobody answered Codex's question in time")
+    })
+    .await;
+    answers_shown(&tg, 2).await;
+    assert_eq!(last_tool_output(&env), json!({"answers": {}}));
+    gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_access_is_granted_by_accept_and_refused_by_decline() {
+    let env = TestEnv::with_brain(asking_brain()).await;
+    let tg = FakeTelegram::start().await;
+    let mut config = env.telegram_config(&tg, ALICE);
+    config.codex.approval_policy = ApprovalPolicy::OnRequest;
+    let gateway = Gateway::start(&config);
+    let outside = env.dir.path().join("outside");
+
+    tg.dm(ALICE, &format!("access: {}", outside.display()));
+    let call = tg
+        .sent_message(|t| t.starts_with("Codex asks for more access"))
+        .await;
+    let text = call.body["text"].as_str().unwrap();
+    assert!(text.contains("network access"), "{text}");
+    assert!(
+        text.contains(&format!("write {}", outside.display())),
+        "{text}"
+    );
+    assert!(text.contains("to fetch the dependencies"), "{text}");
+    let labels = button_labels(&call.body);
+    assert_eq!(labels, ["Accept", "Accept for session", "Decline"]);
+    let card = tg.message_id_of(&call).await;
+    tg.press(ALICE, ALICE, card, &button_data(&call.body, "Accept"));
+    answers_shown(&tg, 1).await;
+    let granted = last_tool_output(&env);
+    assert_eq!(granted["scope"], "turn");
+    assert_eq!(granted["permissions"]["network"]["enabled"], true);
+
+    tg.dm(ALICE, &format!("access: {}", outside.display()));
+    let call = tg
+        .wait_for_calls("sendMessage", 2, |b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Codex asks for more access"))
+        })
+        .await
+        .pop()
+        .unwrap();
+    let card = tg.message_id_of(&call).await;
+    tg.press(ALICE, ALICE, card, &button_data(&call.body, "Decline"));
+    tg.wait_for_text(ALICE, |t| t.contains("Decline by")).await;
+    answers_shown(&tg, 2).await;
+    let refused = last_tool_output(&env);
+    assert_eq!(refused["permissions"]["network"], Value::Null, "{refused}");
+    gateway.stop().await;
+}
