@@ -87,6 +87,43 @@ impl NamedChoice for Progress {
     ];
 }
 
+/// A chat's preset of sandbox and approval policy (`/mode`); without one the chat runs
+/// with `[codex] sandbox` and `approval_policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Codex reads; a command that writes fails in the sandbox, more asks first.
+    ReadOnly,
+    /// Codex writes in the workspace and asks for anything beyond it.
+    Auto,
+    /// No sandbox and no questions: admins only.
+    Full,
+}
+
+impl NamedChoice for Mode {
+    const NAMES: &'static [(Mode, &'static str)] = &[
+        (Mode::ReadOnly, "read-only"),
+        (Mode::Auto, "auto"),
+        (Mode::Full, "full"),
+    ];
+}
+
+impl Mode {
+    pub fn sandbox(self) -> SandboxMode {
+        match self {
+            Mode::ReadOnly => SandboxMode::ReadOnly,
+            Mode::Auto => SandboxMode::WorkspaceWrite,
+            Mode::Full => SandboxMode::DangerFullAccess,
+        }
+    }
+
+    pub fn approval_policy(self) -> ApprovalPolicy {
+        match self {
+            Mode::ReadOnly | Mode::Auto => ApprovalPolicy::OnRequest,
+            Mode::Full => ApprovalPolicy::Never,
+        }
+    }
+}
+
 /// A per-chat choice with a default in the config: its name is the config's spelling
 /// and what the store keeps for a chat that chose it.
 pub trait NamedChoice: Copy + PartialEq + 'static {

@@ -1,7 +1,8 @@
 //! Chat controls against the real app-server and the fake model: a chat's own model,
 //! reasoning effort and folder (`/model`, `/effort`, `/cwd`, fixed folders), which reach
 //! the next model request, survive a restart and `/new`, and change nothing when bad;
-//! a custom provider's models shown and chosen by name; `/usage`, `/threads` and `/resume`; `/login` offline and against a stand-in Codex.
+//! a custom provider's models shown and chosen by name; `/fork`, `/undo` and `/name` of
+//! the chat's thread; `/usage`, `/threads` and `/resume`; `/login` offline and against a stand-in Codex.
 
 mod support;
 
@@ -140,6 +141,117 @@ async fn a_custom_providers_model_is_shown_and_any_of_its_models_chosen() {
     assert!(!back.contains("not in Codex's list"), "{back}");
     let answer = chat.ask(&app, "back on the configured model").await;
     assert!(answer.contains("back on the configured model"), "{answer}");
+    env.shut_down(app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_undo_and_name_work_on_the_chats_thread_as_codex_keeps_it() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("editor");
+    chat.send(&app, "/undo");
+    chat.notice("no Codex thread yet").await;
+
+    chat.ask(&app, "remember the puffin").await;
+    chat.ask(&app, "remember the walrus").await;
+    let original = support::stored_thread(&app, &chat).await.unwrap();
+    chat.send(&app, "/undo");
+    let undone = chat.notice("out of Codex's context").await;
+    assert!(undone.contains("remember the walrus"), "{undone}");
+    assert!(undone.contains("NOT restored"), "{undone}");
+    chat.ask(&app, "after the undo").await;
+    let seen = env.model.request_for("after the undo").human_texts();
+    assert!(seen.contains(&"remember the puffin".to_owned()), "{seen:?}");
+    assert!(
+        !seen.contains(&"remember the walrus".to_owned()),
+        "undone turn still sent: {seen:?}"
+    );
+
+    chat.send(&app, "/name Puffin   research");
+    chat.notice("is named \"Puffin research\"").await;
+    chat.send(&app, "/status");
+    let status = chat.notice("Thread name:").await;
+    assert!(status.contains("Thread name: Puffin research"), "{status}");
+
+    chat.send(&app, "/fork");
+    let forked = chat.notice("Forked:").await;
+    let fork = support::stored_thread(&app, &chat).await.unwrap();
+    assert_ne!(fork, original);
+    assert!(
+        forked.contains(&fork) && forked.contains(&original),
+        "{forked}"
+    );
+    chat.ask(&app, "on the fork").await;
+    let request = env.model.request_for("on the fork");
+    assert_eq!(request.thread_id().as_deref(), Some(fork.as_str()));
+    let seen = request.human_texts();
+    for kept in ["remember the puffin", "after the undo"] {
+        assert!(
+            seen.contains(&kept.to_owned()),
+            "fork lost {kept:?}: {seen:?}"
+        );
+    }
+    chat.send(&app, "/threads");
+    let listing = chat.notice("Puffin research").await;
+    assert!(
+        listing.contains(&original[..8]) && listing.contains(&fork[..8]),
+        "{listing}"
+    );
+
+    // The fork is the chat's thread across a restart.
+    env.shut_down(app).await;
+    let app = env.start().await;
+    let mut chat = Chat::new("editor");
+    chat.ask(&app, "after a restart").await;
+    let request = env.model.request_for("after a restart");
+    assert_eq!(request.thread_id().as_deref(), Some(fork.as_str()));
+    assert!(request.human_texts().contains(&"on the fork".to_owned()));
+    env.shut_down(app).await;
+}
+
+/// The tests' gateway runs Codex with no sandbox and no approvals; `/mode` changes that
+/// per chat, from the next turn on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mode_read_only_keeps_codex_from_writing_and_full_is_for_admins() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("careful");
+
+    chat.send(&app, "/mode read-only");
+    chat.notice("mode read-only: sandbox read-only, approvals on-request")
+        .await;
+    // The sandbox refused it (measured: "touch: cannot touch 'kept-out.txt': Read-only
+    // file system"), rather than the command not running at all.
+    let said = chat.ask(&app, "run: touch kept-out.txt").await;
+    assert!(said.contains("Read-only file system"), "{said}");
+    assert!(
+        !env.workspace().join("kept-out.txt").exists(),
+        "a read-only chat wrote a file"
+    );
+    chat.send(&app, "/status");
+    let status = chat.notice("Mode:").await;
+    assert!(status.contains("Mode: read-only"), "{status}");
+
+    // Kept across a restart; `default` goes back to the config's (no sandbox here).
+    env.shut_down(app).await;
+    let app = env.start().await;
+    let mut chat = Chat::new("careful");
+    chat.ask(&app, "run: touch still-read-only.txt").await;
+    assert!(!env.workspace().join("still-read-only.txt").exists());
+    chat.send(&app, "/mode default");
+    chat.notice("mode default (the config's): sandbox danger-full-access")
+        .await;
+    chat.ask(&app, "run: touch written.txt").await;
+    assert!(env.workspace().join("written.txt").exists());
+
+    let mut guest = Chat::new("guest");
+    guest.admin = false;
+    guest.send(&app, "/mode full");
+    guest.notice("for admins only; nothing changed").await;
+    guest.send(&app, "/mode sideways");
+    guest.notice("There is no mode sideways").await;
+    guest.send(&app, "/mode auto");
+    guest.notice("mode auto: sandbox workspace-write").await;
     env.shut_down(app).await;
 }
 

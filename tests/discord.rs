@@ -74,8 +74,8 @@ async fn channel_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue", "login",
-        "logout", "help",
+        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue", "mode", "fork",
+        "undo", "name", "answer", "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     // A command that takes an argument offers it as an optional string option.
@@ -108,11 +108,11 @@ async fn new_slash_command_is_deferred_answered_and_starts_over() {
     dc.wait_for_content(CHANNEL, |t| t.contains("I have not read anything"))
         .await;
     // A slash command's option is its argument, as if typed after the name.
-    dc.slash_with(CHANNEL, ALICE, "model", &[("name", "no-such-model")]);
+    dc.slash_with(CHANNEL, ALICE, "model", &[("name", "mock-alt")]);
     dc.wait_for_call("PATCH", "/messages/@original", |b| {
         b["content"]
             .as_str()
-            .is_some_and(|t| t.contains("There is no model no-such-model here"))
+            .is_some_and(|t| t.contains("uses mock-alt from the next turn on"))
     })
     .await;
     gateway.stop().await;

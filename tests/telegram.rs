@@ -58,8 +58,8 @@ async fn dm_conversation_survives_a_restart() {
         .collect();
     let expected = [
         "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue", "login",
-        "logout", "help",
+        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue", "mode", "fork",
+        "undo", "name", "answer", "login", "logout", "help",
     ];
     assert_eq!(names, expected);
     assert!(

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::error::{CodexError, INVALID_REQUEST};
 use super::process::AppServer;
+use super::protocol::{ApprovalPolicy, SandboxMode};
 
 /// One model Codex offers.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -105,6 +106,29 @@ pub struct TurnOverrides {
     pub effort: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<ApprovalPolicy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_policy: Option<SandboxPolicy>,
+}
+
+/// A turn's sandbox (`sandboxPolicy`), as `turn/start` takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum SandboxPolicy {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+impl SandboxPolicy {
+    pub fn of(mode: SandboxMode) -> Self {
+        match mode {
+            SandboxMode::ReadOnly => SandboxPolicy::ReadOnly,
+            SandboxMode::WorkspaceWrite => SandboxPolicy::WorkspaceWrite,
+            SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess,
+        }
+    }
 }
 
 /// More pages than any catalog has: a bound, not a limit anyone meets.
@@ -207,6 +231,15 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&overrides).unwrap(),
             json!({"model": "m"})
+        );
+        let read_only = TurnOverrides {
+            approval_policy: Some(ApprovalPolicy::OnRequest),
+            sandbox_policy: Some(SandboxPolicy::of(SandboxMode::ReadOnly)),
+            ..TurnOverrides::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&read_only).unwrap(),
+            json!({"approvalPolicy": "on-request", "sandboxPolicy": {"type": "readOnly"}})
         );
     }
 }

@@ -18,7 +18,9 @@ mod unread;
 mod wire;
 mod workers;
 
-pub use catalog::{ModelConfig, ModelInfo, RateLimitWindow, RateLimits, TurnOverrides};
+pub use catalog::{
+    ModelConfig, ModelInfo, RateLimitWindow, RateLimits, SandboxPolicy, TurnOverrides,
+};
 pub use error::CodexError;
 pub use files::{PathKind, RealPath};
 pub use login::{DeviceLogin, LoginOutcome, PendingLogin};
@@ -35,6 +37,6 @@ pub use responder::{ApprovalResponder, QuestionResponder};
 pub use run_as::{RunAs, RunAsError};
 pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::{Codex, LOCAL, ServerState, Starting};
-pub use threads::{ThreadPage, ThreadSummary, TurnState};
+pub use threads::{LastTurn, ThreadPage, ThreadSummary, TurnState};
 pub use unread::UnreadLog;
 pub use wire::ThreadEvent;

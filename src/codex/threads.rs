@@ -1,6 +1,7 @@
 //! The threads of this Codex home (`thread/list`): the chat's own, other chats', and those
-//! started in the Codex CLI or an IDE on the same machine; and one turn of a thread as
-//! Codex kept it (`thread/turns/list`).
+//! started in the Codex CLI or an IDE on the same machine; one turn of a thread as
+//! Codex kept it (`thread/turns/list`); and what a chat does to its thread besides
+//! turns: fork it, take its last turn back, name it.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -81,6 +82,76 @@ impl AppServer {
             error: info.error.map(|e| e.message),
             answer: final_answer(turn["items"].as_array().map_or(&[][..], Vec::as_slice)),
         }))
+    }
+}
+
+/// A thread's latest turn: its id and what the person asked in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastTurn {
+    pub id: String,
+    pub asked: String,
+}
+
+#[derive(Deserialize)]
+struct ThreadReply {
+    thread: ThreadSummary,
+}
+
+impl AppServer {
+    /// A new thread holding a copy of `thread_id`'s history (`thread/fork`, measured:
+    /// its next request carries the whole context); the original stays as it was.
+    pub async fn fork_thread(&self, thread_id: &str) -> Result<ThreadSummary, CodexError> {
+        let params = json!({"threadId": thread_id});
+        let reply: ThreadReply = self.request("thread/fork", params).await?;
+        Ok(reply.thread)
+    }
+
+    /// The thread's latest turn, if it has one.
+    pub async fn last_turn(&self, thread_id: &str) -> Result<Option<LastTurn>, CodexError> {
+        let params = json!({"threadId": thread_id, "limit": 1, "sortDirection": "desc",
+            "itemsView": "full"});
+        let page: Value = self.request("thread/turns/list", params).await?;
+        let Some(turn) = page["data"].get(0) else {
+            return Ok(None);
+        };
+        let items = turn["items"].as_array().map_or(&[][..], Vec::as_slice);
+        let asked = items
+            .iter()
+            .filter(|item| item["type"] == "userMessage")
+            .flat_map(|item| item["content"].as_array().into_iter().flatten())
+            .filter_map(|part| part["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Ok(turn["id"].as_str().map(|id| LastTurn {
+            id: id.to_owned(),
+            asked,
+        }))
+    }
+
+    /// Takes `turn_id` and every later turn out of the thread's context
+    /// (`thread/revert`); files the turns changed stay as they are.
+    pub async fn revert_turn(&self, thread_id: &str, turn_id: &str) -> Result<(), CodexError> {
+        let params = json!({"threadId": thread_id, "beforeTurnId": turn_id});
+        let _: Value = self.request("thread/revert", params).await?;
+        Ok(())
+    }
+
+    /// Names the thread (`thread/name/set`); `thread/list` and `thread/read` carry it.
+    pub async fn name_thread(&self, thread_id: &str, name: &str) -> Result<(), CodexError> {
+        let params = json!({"threadId": thread_id, "name": name});
+        let _: Value = self
+            .request_within("thread/name/set", params, super::catalog::QUICK)
+            .await?;
+        Ok(())
+    }
+
+    /// The thread's name, if it has one (`thread/read` without its turns).
+    pub async fn thread_name(&self, thread_id: &str) -> Result<Option<String>, CodexError> {
+        let params = json!({"threadId": thread_id, "includeTurns": false});
+        let reply: ThreadReply = self
+            .request_within("thread/read", params, super::catalog::QUICK)
+            .await?;
+        Ok(reply.thread.name)
     }
 }
 

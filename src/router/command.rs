@@ -38,6 +38,12 @@ pub enum Command {
     Diff,
     /// What to tell Codex in the chat's thread; empty says "continue".
     Continue(String),
+    /// `read-only`, `auto`, `full` or `default`; empty shows the chat's mode.
+    Mode(String),
+    Fork,
+    Undo,
+    /// The thread's new name; empty asks for one.
+    Name(String),
     /// The answer to the question Codex asks: an option's number or label, or text.
     Answer(String),
 }
@@ -278,6 +284,44 @@ pub const COMMANDS: &[CommandSpec] = &[
             "Have Codex go on with an interrupted turn",
             "have Codex go on where its turn was cut off (a restart, /stop): sends TEXT, or \"continue\", into the thread",
             |text| Ok(Command::Continue(text.to_owned())),
+        )
+    },
+    CommandSpec {
+        argument: Some(Argument {
+            name: "mode",
+            about: "read-only, auto, full (admins) or default",
+            shown: "[MODE]",
+        }),
+        ..plain(
+            "mode",
+            "Sandbox and approvals: read-only, auto or full",
+            "the chat's sandbox and approvals: read-only (Codex reads; more asks first), auto (writes in the workspace, asks beyond it), full (no sandbox, no questions; admins only) or default (the config's)",
+            |mode| Ok(Command::Mode(mode.to_lowercase())),
+        )
+    },
+    plain(
+        "fork",
+        "Go on in a copy of this thread",
+        "go on in a copy of this chat's thread, context and all; the original stays in /threads",
+        |_| Ok(Command::Fork),
+    ),
+    plain(
+        "undo",
+        "Take the last turn out of Codex's context",
+        "take the last turn out of Codex's context (files it changed are not restored)",
+        |_| Ok(Command::Undo),
+    ),
+    CommandSpec {
+        argument: Some(Argument {
+            name: "title",
+            about: "The thread's name",
+            shown: "TITLE",
+        }),
+        ..plain(
+            "name",
+            "Name this chat's thread",
+            "name this chat's thread (shown by /status and /threads)",
+            |title| Ok(Command::Name(title.to_owned())),
         )
     },
     CommandSpec {

@@ -5,8 +5,10 @@ use std::time::Duration;
 use super::command::MAX_INPUT_BYTES;
 use super::live::Work;
 use crate::codex::{
-    CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, ThreadSummary, TurnStatus,
+    ApprovalPolicy, CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, SandboxMode,
+    ThreadSummary, TurnStatus,
 };
+use crate::config::{Mode, NamedChoice};
 use crate::session::SessionError;
 use crate::session::{FollowUp, Progress};
 
@@ -621,6 +623,82 @@ pub fn resumed(id: &str, title: &str) -> String {
     format!("This chat continues thread {id} ({title}) from the next message on.")
 }
 
+// /mode.
+
+pub const FULL_MODE_ADMINS_ONLY: &str =
+    "full mode (no sandbox, no questions) is for admins only; nothing changed.";
+
+/// A mode as a person reads it: its name and what it means.
+fn mode_line(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
+    let (sandbox, approvals) = match mode {
+        Some(mode) => (mode.sandbox(), mode.approval_policy()),
+        None => configured,
+    };
+    let name = mode.map_or("default (the config's)", Mode::name);
+    format!(
+        "{name}: sandbox {}, approvals {}",
+        kebab(&sandbox),
+        kebab(&approvals)
+    )
+}
+
+fn kebab(value: &impl serde::Serialize) -> String {
+    let value = serde_json::to_value(value).unwrap_or_default();
+    value.as_str().unwrap_or("?").to_owned()
+}
+
+pub fn mode_listing(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
+    format!(
+        "Mode: {}\nChoices: read-only (Codex reads; a write fails in the sandbox), auto (writes in the workspace, asks beyond it), full (no sandbox, no questions; admins only), default\nSay /mode NAME to switch from the next turn on.",
+        mode_line(mode, configured)
+    )
+}
+
+pub fn mode_chosen(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
+    format!(
+        "This chat runs in mode {} from the next turn on.",
+        mode_line(mode, configured)
+    )
+}
+
+pub fn no_such_mode(name: &str) -> String {
+    format!("There is no mode {name}; nothing changed. Choices: read-only, auto, full, default")
+}
+
+/// The `/status` line of the chat's mode.
+pub fn status_mode(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
+    format!("Mode: {}", mode_line(mode, configured))
+}
+
+// /fork, /undo and /name.
+
+pub const NO_THREAD_YET: &str = "This chat has no Codex thread yet: send a message first.";
+pub const NOTHING_TO_UNDO: &str = "This chat's thread has no turn to undo.";
+pub const NAME_WHICH: &str = "Say the name: /name TITLE (shown by /status and /threads).";
+
+pub fn forked(old: &str, new: &str) -> String {
+    format!(
+        "Forked: this chat goes on in thread {new}, a copy of {old} with all its context. \
+         {old} stays as it was (/threads lists it; /resume {old} goes back)."
+    )
+}
+
+pub fn undone(asked: &str) -> String {
+    let asked: String = asked.split_whitespace().collect::<Vec<_>>().join(" ");
+    let asked = match asked.chars().count() > 60 {
+        true => format!("{}…", asked.chars().take(59).collect::<String>()),
+        false => asked,
+    };
+    format!(
+        "The last turn (\"{asked}\") is out of Codex's context from the next message on. \
+         Files Codex changed in it are NOT restored: check them (git diff) yourself."
+    )
+}
+
+pub fn named(name: &str) -> String {
+    format!("This chat's thread is named \"{name}\" (shown by /status and /threads).")
+}
+
 // /get and the files a turn wrote.
 
 pub const GET_WHICH: &str = "Say which file: /get PATH (relative to this chat's folder).";
@@ -676,6 +754,10 @@ pub enum ThreadState {
 pub struct StatusFacts {
     pub chat: String,
     pub thread: ThreadState,
+    /// The thread's name (`/name`), when Codex said it.
+    pub thread_name: Option<String>,
+    /// The `/mode` line.
+    pub mode: String,
     pub server: String,
     /// Turns, the context line and the thread's tokens, once the chat has a row.
     pub usage: Option<(i64, String, Option<i64>)>,
@@ -694,11 +776,11 @@ pub fn status(facts: &StatusFacts) -> String {
         ThreadState::Stored(id) => format!("{id} (stored; resumed on the next message)"),
         ThreadState::None => "none yet (the next message starts one)".to_owned(),
     };
-    let mut lines = vec![
-        format!("Chat: {}", facts.chat),
-        format!("Thread: {thread}"),
-        format!("Codex server: {}", facts.server),
-    ];
+    let mut lines = vec![format!("Chat: {}", facts.chat), format!("Thread: {thread}")];
+    if let Some(name) = &facts.thread_name {
+        lines.push(format!("Thread name: {name}"));
+    }
+    lines.push(format!("Codex server: {}", facts.server));
     if let Some((turns, context, total)) = &facts.usage {
         lines.push(format!("Turns: {turns}"));
         lines.push(context.clone());
@@ -716,6 +798,7 @@ pub fn status(facts: &StatusFacts) -> String {
     lines.push(format!("Model: {model}"));
     let effort = facts.effort.as_deref().unwrap_or("the model's default");
     lines.push(format!("Reasoning effort: {effort}"));
+    lines.push(facts.mode.clone());
     let follow_up = match facts.follow_up {
         FollowUp::Steer => "join the running turn (/queue to make them wait)",
         FollowUp::Queue => "wait for the running turn (/steer to add them to it)",
@@ -874,6 +957,11 @@ mod tests {
         let facts = StatusFacts {
             chat: "telegram:1".into(),
             thread: ThreadState::Stored("t1".into()),
+            thread_name: Some("Puffins".into()),
+            mode: status_mode(
+                Some(Mode::ReadOnly),
+                (SandboxMode::DangerFullAccess, ApprovalPolicy::Never),
+            ),
             server: "local (this machine)".into(),
             usage: Some((3, context_use(Some(500), Some(1000)), Some(1200))),
             folder: None,
@@ -890,6 +978,8 @@ mod tests {
         for line in [
             "Chat: telegram:1",
             "Thread: t1 (stored; resumed on the next message)",
+            "Thread name: Puffins",
+            "Mode: read-only: sandbox read-only, approvals on-request",
             "Codex server: local (this machine)",
             "Turns: 3",
             "Context: 500 / 1000 tokens (50%)",

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use tracing::warn;
 
 use super::{Session, SessionError};
-use crate::codex::{ModelConfig, ModelInfo, PathKind, RateLimits, RealPath, TurnOverrides};
-use crate::config::{FollowUp, NamedChoice, Progress};
+use crate::codex::{
+    ModelConfig, ModelInfo, PathKind, RateLimits, RealPath, SandboxPolicy, TurnOverrides,
+};
+use crate::config::{FollowUp, Mode, NamedChoice, Progress};
 use crate::store::StoreError;
 pub use crate::store::{ChatChoices, Choice};
 
@@ -70,6 +72,7 @@ impl Session {
             }
             Choice::FollowUp => choices.follow_up = value,
             Choice::Progress => choices.progress = value,
+            Choice::Mode => choices.mode = value,
         }
         self.choices = Some(choices);
         Ok(())
@@ -135,11 +138,31 @@ impl Session {
     /// What the chat chose, as the turn's overrides (loaded by `start_turn` first).
     pub(super) fn overrides(&self) -> TurnOverrides {
         let choices = self.choices.clone().unwrap_or_default();
+        // Sent every turn, the config's when no mode is chosen: Codex keeps a turn's
+        // override for the thread's later turns, so `/mode default` must undo it.
+        let settings = &self.ctx.settings;
+        let (sandbox, approval_policy) = match self.mode() {
+            Some(mode) => (mode.sandbox(), mode.approval_policy()),
+            None => (settings.sandbox, settings.approval_policy),
+        };
         TurnOverrides {
             cwd: self.chosen_folder().map(|f| f.display().to_string()),
             model: choices.model,
             effort: choices.effort,
+            approval_policy: Some(approval_policy),
+            sandbox_policy: Some(SandboxPolicy::of(sandbox)),
         }
+    }
+
+    /// The chat's `/mode`, if it chose one (else the config's sandbox and approval policy
+    /// apply); an unknown stored mode is logged and ignored.
+    pub fn mode(&self) -> Option<Mode> {
+        let chosen = self.choices.as_ref().and_then(|c| c.mode.as_deref())?;
+        let mode = Mode::from_name(chosen);
+        if mode.is_none() {
+            warn!(chat = %self.chat, chosen, "unknown stored mode; using the config's");
+        }
+        mode
     }
 
     /// What a message sent during this chat's turn does: its choice, else the default.

@@ -35,7 +35,7 @@ pub use files::{GetRefusal, MAX_FILE_BYTES};
 pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};
 pub use placement::ServerPlace;
 pub use row::ChatRow;
-pub use threads::ThreadMatch;
+pub use threads::{ThreadMatch, Undo};
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
 const SEED_ENTRIES: i64 = 20;

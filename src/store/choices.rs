@@ -1,5 +1,5 @@
-//! A chat's own choices: model, reasoning effort, folder and what a message sent during
-//! a turn does, kept across restarts and
+//! A chat's own choices: model, reasoning effort, folder, what a message sent during
+//! a turn does, how much of a turn it sees and its mode, kept across restarts and
 //! `/new` (they live on the chat's row, which a new thread keeps).
 
 use tracing::instrument;
@@ -17,6 +17,8 @@ pub struct ChatChoices {
     pub follow_up: Option<String>,
     /// `status`, `verbose` or `quiet`.
     pub progress: Option<String>,
+    /// `read-only`, `auto` or `full`.
+    pub mode: Option<String>,
 }
 
 /// One of the choices.
@@ -27,6 +29,7 @@ pub enum Choice {
     Folder,
     FollowUp,
     Progress,
+    Mode,
 }
 
 impl Choice {
@@ -59,6 +62,11 @@ impl Choice {
                  VALUES (?1, '', ?2, ?2, ?3)
                  ON CONFLICT (chat_key) DO UPDATE SET progress = excluded.progress"
             }
+            Choice::Mode => {
+                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, mode)
+                 VALUES (?1, '', ?2, ?2, ?3)
+                 ON CONFLICT (chat_key) DO UPDATE SET mode = excluded.mode"
+            }
         }
     }
 }
@@ -67,7 +75,7 @@ impl Store {
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn choices(&self, chat: &ChatKey) -> Result<ChatChoices, StoreError> {
         let choices = sqlx::query_as(
-            "SELECT model, effort, folder, follow_up, progress FROM chats WHERE chat_key = ?",
+            "SELECT model, effort, folder, follow_up, progress, mode FROM chats WHERE chat_key = ?",
         )
         .bind(chat.to_string())
         .fetch_optional(&self.pool)

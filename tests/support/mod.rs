@@ -245,6 +245,8 @@ pub struct Chat {
     pub seen: Vec<OutboundKind>,
     /// Whether this chat shows approval prompts.
     pub can_approve: bool,
+    /// Whether its person is one of the gateway's admins.
+    pub admin: bool,
 }
 
 impl Chat {
@@ -256,6 +258,7 @@ impl Chat {
             answers,
             seen: Vec::new(),
             can_approve: false,
+            admin: true,
         }
     }
 
@@ -288,7 +291,7 @@ impl Chat {
             answer_slot: None,
             can_approve: self.can_approve,
             private: true,
-            admin: true,
+            admin: self.admin,
             attachments,
             ticket: None,
         });

@@ -1,11 +1,12 @@
-//! `/model`, `/effort`, `/cwd` and `/usage`: what the chat uses, what it may choose, and
-//! the account's limits. Choices apply from the next turn on and are kept.
+//! `/model`, `/effort`, `/cwd`, `/mode` and `/usage`: what the chat uses, what it may
+//! choose, and the account's limits. Choices apply from the next turn on and are kept.
 
 use tracing::info;
 
 use super::Actor;
 use crate::clock::unix_now;
 use crate::codex::{ModelConfig, ModelInfo};
+use crate::config::{Mode, NamedChoice};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::session::{ChatChoices, Choice};
@@ -110,6 +111,40 @@ impl Actor {
         let choices = self.session.choices().await;
         let choices = choices.map_err(|error| texts::choices_unreadable(&error))?;
         Ok((models, config, choices))
+    }
+
+    pub(super) async fn mode(&mut self, replies: &Replies<'_>, name: &str) {
+        if let Err(error) = self.session.choices().await {
+            return replies.notice(texts::choices_unreadable(&error));
+        }
+        let settings = &self.ctx.settings;
+        let configured = (settings.sandbox, settings.approval_policy);
+        if name.is_empty() {
+            let text = texts::mode_listing(self.session.mode(), configured);
+            let options = Mode::NAMES.iter().map(|(_, name)| (*name).to_owned());
+            let options = options.chain(["default".to_owned()]).collect();
+            return replies.choices(text, "mode", options);
+        }
+        let mode = match (name, Mode::from_name(name)) {
+            ("default", _) => None,
+            (_, Some(mode)) => Some(mode),
+            (_, None) => return replies.notice(texts::no_such_mode(name)),
+        };
+        if mode == Some(Mode::Full) && !replies.admin {
+            info!(chat = %self.chat, "full mode refused: not an admin");
+            return replies.notice(texts::FULL_MODE_ADMINS_ONLY);
+        }
+        match self
+            .session
+            .choose(Choice::Mode, mode.map(Mode::name))
+            .await
+        {
+            Ok(()) => {
+                info!(chat = %self.chat, mode = mode.map(Mode::name), "mode chosen");
+                replies.notice(texts::mode_chosen(mode, configured))
+            }
+            Err(error) => replies.notice(texts::choice_unstored(&error)),
+        }
     }
 
     pub(super) async fn cwd(&mut self, replies: &Replies<'_>, dir: &str) {

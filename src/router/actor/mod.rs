@@ -329,6 +329,10 @@ impl Actor {
             Command::Quiet => self.toggle_progress(replies, Progress::Quiet).await,
             Command::Diff => self.send_diff(replies).await,
             Command::Answer(reply) => self.answer_question(replies, &reply),
+            Command::Mode(mode) => self.mode(replies, &mode).await,
+            Command::Fork => self.fork(replies).await,
+            Command::Undo => self.undo(replies).await,
+            Command::Name(title) => self.name_thread(replies, &title).await,
             Command::Continue(text) => {
                 let text = if text.is_empty() {
                     texts::CONTINUE

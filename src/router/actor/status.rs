@@ -38,9 +38,17 @@ impl Actor {
             .flatten()
             .map(|window| texts::window_line(&window, now))
             .collect();
+        let thread_name = self.session.live_thread_name().await;
+        let settings = &self.ctx.settings;
+        let mode = texts::status_mode(
+            self.session.mode(),
+            (settings.sandbox, settings.approval_policy),
+        );
         texts::status(&texts::StatusFacts {
             chat: self.chat.to_string(),
             thread,
+            thread_name,
+            mode,
             server: self.server_line().await,
             usage: record
                 .as_ref()

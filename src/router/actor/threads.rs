@@ -1,10 +1,10 @@
 //! `/threads` and `/resume`: the recent threads of this Codex home, and attaching the
-//! chat to one of them.
+//! chat to one of them; `/fork`, `/undo` and `/name` of the chat's own thread.
 
 use super::Actor;
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::session::ThreadMatch;
+use crate::session::{ThreadMatch, Undo};
 
 /// Threads per `/threads` page.
 const PER_PAGE: u32 = 10;
@@ -43,6 +43,35 @@ impl Actor {
         };
         match self.session.switch_thread(&thread).await {
             Ok(()) => replies.notice(texts::resumed(&thread.id, &texts::thread_title(&thread))),
+            Err(error) => self.report(replies, &error),
+        }
+    }
+
+    pub(super) async fn fork(&mut self, replies: &Replies<'_>) {
+        match self.session.fork().await {
+            Ok(Some((old, fork))) => replies.notice(texts::forked(&old, &fork.id)),
+            Ok(None) => replies.notice(texts::NO_THREAD_YET),
+            Err(error) => self.report(replies, &error),
+        }
+    }
+
+    pub(super) async fn undo(&mut self, replies: &Replies<'_>) {
+        match self.session.undo().await {
+            Ok(Undo::Undone(last)) => replies.notice(texts::undone(&last.asked)),
+            Ok(Undo::NoTurn) => replies.notice(texts::NOTHING_TO_UNDO),
+            Ok(Undo::NoThread) => replies.notice(texts::NO_THREAD_YET),
+            Err(error) => self.report(replies, &error),
+        }
+    }
+
+    pub(super) async fn name_thread(&mut self, replies: &Replies<'_>, title: &str) {
+        let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ");
+        if title.is_empty() {
+            return replies.notice(texts::NAME_WHICH);
+        }
+        match self.session.name_thread(&title).await {
+            Ok(true) => replies.notice(texts::named(&title)),
+            Ok(false) => replies.notice(texts::NO_THREAD_YET),
             Err(error) => self.report(replies, &error),
         }
     }
