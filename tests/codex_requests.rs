@@ -1,7 +1,8 @@
 //! Codex's own requests of a person, over real traffic (the real app-server, the fake
 //! model calling Codex's `request_user_input` and `request_permissions` tools, fake
 //! Telegram): questions answered by a button press and by a typed reply, or by nobody in
-//! time; more access granted by Accept and refused by Decline.
+//! time; more access granted by Accept and refused by Decline; a sub-agent's approval
+//! asked in the chat of the thread that spawned it.
 
 mod support;
 
@@ -22,6 +23,17 @@ fn asking_brain() -> Brain {
     Arc::new(move |request| {
         let text = request.last_human_text();
         if request.ends_with_tool_output() {
+            let output = request.tool_outputs().pop().unwrap_or_default();
+            let spawned = serde_json::from_str::<Value>(&output).ok();
+            if let Some(agent) = spawned.as_ref().and_then(|o| o["agent_id"].as_str()) {
+                return Reply::Call {
+                    name: "multi_agent_v1.wait_agent",
+                    arguments: json!({"targets": [agent], "timeout_ms": 10000}),
+                };
+            }
+            if text.starts_with("delegate: ") {
+                return Reply::Text("The sub-agent is done.".into());
+            }
             return default(request);
         }
         if text.starts_with("ask: ") {
@@ -36,6 +48,13 @@ fn asking_brain() -> Brain {
             return Reply::Call {
                 name: "request_user_input",
                 arguments,
+            };
+        }
+        if let Some(work) = text.strip_prefix("delegate: ") {
+            // Codex's default multi-agent tool: the sub-agent gets `work` as its prompt.
+            return Reply::Call {
+                name: "multi_agent_v1.spawn_agent",
+                arguments: json!({"message": work}),
             };
         }
         if let Some(path) = text.strip_prefix("access: ") {
@@ -177,5 +196,31 @@ async fn more_access_is_granted_by_accept_and_refused_by_decline() {
     answers_shown(&tg, 2).await;
     let refused = last_tool_output(&env);
     assert_eq!(refused["permissions"]["network"], Value::Null, "{refused}");
+    gateway.stop().await;
+}
+
+/// Measured with 0.171.0: a sub-agent's requests carry its own thread id, which only the
+/// parent's `spawnAgent` item names; nobody follows that thread, so before the gateway
+/// routed them to the parent's chat they were declined unseen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agents_approval_is_asked_in_the_chat_of_its_parent() {
+    let env = TestEnv::with_brain(asking_brain()).await;
+    let tg = FakeTelegram::start().await;
+    let mut config = env.telegram_config(&tg, ALICE);
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = Gateway::start(&config);
+
+    tg.dm(ALICE, "delegate: run: touch by-sub-agent.txt");
+    let call = tg
+        .sent_message(|t| t.starts_with("Codex asks to run") && t.contains("by-sub-agent.txt"))
+        .await;
+    let card = tg.message_id_of(&call).await;
+    tg.press(ALICE, ALICE, card, &button_data(&call.body, "Accept"));
+    tg.wait_for_text(ALICE, |t| t.contains("The sub-agent is done."))
+        .await;
+    assert!(
+        env.workspace().join("by-sub-agent.txt").exists(),
+        "the sub-agent's approved command did not run"
+    );
     gateway.stop().await;
 }

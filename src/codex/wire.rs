@@ -31,6 +31,9 @@ pub enum ThreadEvent {
     ProcessExited,
 }
 
+/// Sub-agents of sub-agents followed up to their chat's thread.
+const MAX_AGENT_DEPTH: usize = 8;
+
 pub(super) type RpcResult = Result<Value, (i64, String)>;
 
 /// What the handle and the pipe tasks of one process share.
@@ -52,6 +55,9 @@ pub(super) struct Shared {
     pub(super) known_rate_limits: Mutex<Option<RateLimits>>,
     /// What Codex sent that could not be read, for the log and `/metrics`.
     pub(super) unread: UnreadLog,
+    /// The thread that spawned each sub-agent thread (`multi_agent_v1`): a sub-agent's
+    /// requests go to whoever follows its parent.
+    pub(super) parents: Mutex<HashMap<String, String>>,
 }
 
 impl Shared {
@@ -75,6 +81,7 @@ impl Shared {
             account_events: broadcast::Sender::new(8),
             known_rate_limits: Mutex::new(None),
             unread,
+            parents: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -162,6 +169,7 @@ impl Shared {
             (Some(id), None) => self.complete(id, &message),
             (None, Some(method)) => {
                 self.track_file_change(method, params);
+                self.track_sub_agents(params);
                 if method == "account/rateLimits/updated"
                     && let Some(limits) = params.get("rateLimits")
                 {
@@ -233,6 +241,39 @@ impl Shared {
         }
     }
 
+    /// Remembers which thread spawned which: measured with 0.171.0, a `spawnAgent`
+    /// `collabAgentToolCall` item names the sub-agents' threads (`receiverThreadIds`),
+    /// whose own requests then carry only their own thread id.
+    fn track_sub_agents(&self, params: &Value) {
+        let item = params.get("item").unwrap_or(&Value::Null);
+        if item.get("type").and_then(Value::as_str) != Some("collabAgentToolCall") {
+            return;
+        }
+        let Some(parent) = item.get("senderThreadId").and_then(Value::as_str) else {
+            return;
+        };
+        let children = item.get("receiverThreadIds").and_then(Value::as_array);
+        let mut parents = self.parents.lock().expect("lock");
+        for child in children.into_iter().flatten().filter_map(Value::as_str) {
+            parents.insert(child.to_owned(), parent.to_owned());
+        }
+    }
+
+    /// The followed thread a request of `thread_id` goes to: its own, else that of the
+    /// thread that spawned it (sub-agents spawn sub-agents, a few levels deep).
+    fn followed_thread(&self, thread_id: &str) -> String {
+        let threads = self.threads.lock().expect("lock");
+        let parents = self.parents.lock().expect("lock");
+        let mut thread = thread_id;
+        for _ in 0..MAX_AGENT_DEPTH {
+            match (threads.contains_key(thread), parents.get(thread)) {
+                (false, Some(parent)) => thread = parent,
+                _ => break,
+            }
+        }
+        thread.to_owned()
+    }
+
     fn server_request(&self, id: Value, method: &str, params: &Value) {
         let files = params
             .get("itemId")
@@ -247,14 +288,16 @@ impl Shared {
                 .then(|| params.get("permissions").cloned().unwrap_or_default());
             let responder = ApprovalResponder::new(id, self.outgoing.clone(), asked);
             // If nobody listens, the responder is dropped here and declines.
-            self.route(thread_id, ThreadEvent::Approval(request, responder));
+            let thread = self.followed_thread(thread_id);
+            self.route(&thread, ThreadEvent::Approval(request, responder));
             return;
         }
         if let (Some(asked), Some(thread_id)) =
             (questions::parse(method, params), thread_id_of(params))
         {
             let responder = QuestionResponder::new(id, self.outgoing.clone());
-            self.route(thread_id, ThreadEvent::Question(asked, responder));
+            let thread = self.followed_thread(thread_id);
+            self.route(&thread, ThreadEvent::Question(asked, responder));
             return;
         }
         self.unread.note(method, Unread::Request);
@@ -394,6 +437,42 @@ mod tests {
             grant["result"]["permissions"]["fileSystem"]["write"][0],
             "/srv/out"
         );
+    }
+
+    #[test]
+    fn a_sub_agents_request_reaches_the_thread_that_spawned_it() {
+        let (shared, _written) = shared();
+        let (events, mut received) = mpsc::unbounded_channel();
+        shared
+            .threads
+            .lock()
+            .unwrap()
+            .insert("parent".into(), events);
+        // As 0.171.0 reports a spawn, then the sub-agent's approval request.
+        shared.dispatch(
+            r#"{"method":"item/completed","params":{"threadId":"parent","turnId":"u","item":{"type":"collabAgentToolCall","id":"call1","tool":"spawnAgent","status":"completed","senderThreadId":"parent","receiverThreadIds":["child"]}}}"#,
+        );
+        shared.dispatch(
+            r#"{"method":"item/completed","params":{"threadId":"child","turnId":"c","item":{"type":"collabAgentToolCall","id":"call2","tool":"spawnAgent","status":"completed","senderThreadId":"child","receiverThreadIds":["grandchild"]}}}"#,
+        );
+        assert!(matches!(
+            received.try_recv(),
+            Ok(ThreadEvent::Notification(
+                Notification::ItemCompleted { .. }
+            ))
+        ));
+        shared.dispatch(
+            r#"{"id":3,"method":"item/commandExecution/requestApproval","params":{"threadId":"grandchild","turnId":"g","itemId":"call3","command":"touch x","cwd":"/w"}}"#,
+        );
+        let Ok(ThreadEvent::Approval(request, _)) = received.try_recv() else {
+            panic!("the sub-agent's request did not reach its chat's thread");
+        };
+        assert_eq!(request.command.as_deref(), Some("touch x"));
+        // The sub-agent's own news is not the parent turn's.
+        shared.dispatch(
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"child","turnId":"c","delta":"hi"}}"#,
+        );
+        assert!(received.try_recv().is_err());
     }
 
     #[test]

@@ -398,12 +398,17 @@ fn message_events(pieces: &[&str], input_tokens: i64) -> Vec<String> {
 
 fn function_call_events(name: &str, arguments: &Value, input_tokens: i64) -> Vec<String> {
     let arguments = arguments.to_string();
+    let mut item = json!({"type": "function_call", "id": "fc_1", "call_id": format!("call_{}", rand_id()),
+        "name": name, "arguments": arguments, "status": "completed"});
+    if let Some((namespace, tool)) = name.split_once('.') {
+        item["namespace"] = json!(namespace);
+        item["name"] = json!(tool);
+    }
     vec![
         created(),
         event(
             "response.output_item.done",
-            json!({"output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": format!("call_{}", rand_id()),
-                "name": name, "arguments": arguments, "status": "completed"}}),
+            json!({"output_index": 0, "item": item}),
         ),
         completed(input_tokens),
     ]
