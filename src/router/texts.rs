@@ -8,9 +8,9 @@ use crate::codex::{
     ApprovalPolicy, CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, SandboxMode,
     ThreadSummary, TurnStatus,
 };
-use crate::config::{Mode, NamedChoice};
 use crate::session::SessionError;
 use crate::session::{FollowUp, Progress};
+use crate::session::{Mode, NamedChoice};
 
 pub const EMPTY_MESSAGE: &str = "(empty message ignored)";
 pub const NOTHING_RUNNING: &str = "Nothing is running.";

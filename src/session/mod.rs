@@ -27,7 +27,7 @@ mod row;
 mod threads;
 
 /// What a message sent during a turn does: the config's default, or the chat's choice.
-pub use crate::config::{FollowUp, NamedChoice, Progress};
+pub use crate::config::{FollowUp, Mode, NamedChoice, Progress};
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
 pub use choices::{ChatChoices, Choice, FolderRefusal};
 pub use context::{Context, SessionError, SessionSettings};

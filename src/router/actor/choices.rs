@@ -6,10 +6,10 @@ use tracing::info;
 use super::Actor;
 use crate::clock::unix_now;
 use crate::codex::{ModelConfig, ModelInfo};
-use crate::config::{Mode, NamedChoice};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::session::{ChatChoices, Choice};
+use crate::session::{Mode, NamedChoice};
 
 impl Actor {
     pub(super) async fn model(&mut self, replies: &Replies<'_>, name: &str) {
