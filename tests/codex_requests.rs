@@ -2,7 +2,8 @@
 //! model calling Codex's `request_user_input` and `request_permissions` tools, fake
 //! Telegram): questions answered by a button press and by a typed reply, or by nobody in
 //! time; more access granted by Accept and refused by Decline; a sub-agent's approval
-//! asked in the chat of the thread that spawned it.
+//! asked in the chat of the thread that spawned it; an MCP server's form (the stand-in
+//! `examples/fake_mcp_server.rs`) filled in by presses and a typed reply.
 
 mod support;
 
@@ -55,6 +56,12 @@ fn asking_brain() -> Brain {
             return Reply::Call {
                 name: "multi_agent_v1.spawn_agent",
                 arguments: json!({"message": work}),
+            };
+        }
+        if text.starts_with("deploy: ") {
+            return Reply::Call {
+                name: "mcp__deploy.deploy",
+                arguments: json!({}),
             };
         }
         if let Some(path) = text.strip_prefix("access: ") {
@@ -221,6 +228,102 @@ async fn a_sub_agents_approval_is_asked_in_the_chat_of_its_parent() {
     assert!(
         env.workspace().join("by-sub-agent.txt").exists(),
         "the sub-agent's approved command did not run"
+    );
+    gateway.stop().await;
+}
+
+/// The stand-in MCP server, built with the tests (`cargo test` builds the examples).
+fn fake_mcp_server() -> std::path::PathBuf {
+    let test = std::env::current_exe().unwrap();
+    let debug = test.parent().and_then(|deps| deps.parent()).unwrap();
+    let server = debug.join("examples").join("fake_mcp_server");
+    assert!(server.exists(), "{} not built", server.display());
+    server
+}
+
+/// Alice presses the button labelled `label` on the message `call` sent.
+async fn press(tg: &FakeTelegram, call: &support::telegram::Call, label: &str) {
+    let message = tg.message_id_of(call).await;
+    tg.press(ALICE, ALICE, message, &button_data(&call.body, label));
+}
+
+/// Measured with 0.171.0: with approvals on, Codex first asks itself, as an elicitation
+/// without fields ("Allow the deploy MCP server to run tool \"deploy\"?"), then relays
+/// the server's form; its fields come in name order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_form_is_filled_in_from_the_chat() {
+    let env = TestEnv::with_brain(asking_brain()).await;
+    let config_file = env.codex_home().join("config.toml");
+    let mut codex_config = std::fs::read_to_string(&config_file).unwrap();
+    codex_config.push_str(&format!(
+        "[mcp_servers.deploy]\ncommand = {:?}\n",
+        fake_mcp_server().display().to_string()
+    ));
+    std::fs::write(&config_file, codex_config).unwrap();
+    let tg = FakeTelegram::start().await;
+    let mut config = env.telegram_config(&tg, ALICE);
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = Gateway::start(&config);
+
+    tg.dm(ALICE, "deploy: the app");
+    let consent = tg
+        .sent_message(|t| t.contains("MCP server deploy") && t.contains("run tool"))
+        .await;
+    press(&tg, &consent, "Accept").await;
+    let note = tg
+        .sent_message(|t| t.starts_with("Codex asks (1 of 3)"))
+        .await;
+    assert!(
+        note.body["text"]
+            .as_str()
+            .unwrap()
+            .contains("Where should I deploy?\nNote")
+    );
+    press(&tg, &note, "Skip").await;
+    let region = tg
+        .sent_message(|t| t.starts_with("Codex asks (2 of 3)"))
+        .await;
+    assert_eq!(button_labels(&region.body), ["eu-west", "us-east"]);
+    press(&tg, &region, "us-east").await;
+    tg.sent_message(|t| t.starts_with("Codex asks (3 of 3)") && t.contains("Replicas"))
+        .await;
+    tg.dm(ALICE, "3");
+    answers_shown(&tg, 1).await;
+    let requests = env.model.requests();
+    let output = requests
+        .iter()
+        .rev()
+        .find_map(|r| r.tool_outputs().pop())
+        .unwrap();
+    assert!(output.contains("deploy answer"), "{output}");
+    for part in ["accept", "us-east", "replicas", ":3"] {
+        assert!(output.contains(part), "{part} not in {output}");
+    }
+    assert!(
+        !output.contains("note"),
+        "a skipped field was sent: {output}"
+    );
+    gateway.stop().await;
+
+    // Nobody fills the form in: the MCP server hears "decline" at approval_timeout_secs.
+    config.codex.approval_timeout_secs = 2;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "deploy: again");
+    let consent = tg
+        .wait_for_calls("sendMessage", 2, |b| {
+            b["text"].as_str().is_some_and(|t| t.contains("run tool"))
+        })
+        .await;
+    press(&tg, consent.last().unwrap(), "Accept").await;
+    tg.wait_for_text(ALICE, |t| t.starts_with("Nobody answered"))
+        .await;
+    answers_shown(&tg, 2).await;
+    let requests = env.model.requests();
+    let output = requests.iter().rev().find_map(|r| r.tool_outputs().pop());
+    let output = output.unwrap();
+    assert!(
+        output.contains("deploy answer") && output.contains("decline"),
+        "{output}"
     );
     gateway.stop().await;
 }

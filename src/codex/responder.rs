@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::protocol::ApprovalDecision;
-use super::questions::Answers;
+use super::questions::{Answers, Elicitation};
 
 /// Writes the one result of one server request.
 #[derive(Debug)]
@@ -94,18 +94,27 @@ fn approval_result(decision: ApprovalDecision, asked: Option<&Value>) -> Value {
     }
 }
 
-/// Answers one `item/tool/requestUserInput`; dropping it answers nothing, which the
-/// model reads as no answer given.
+/// Answers one `item/tool/requestUserInput` (dropping it answers nothing, which the
+/// model reads as no answer given) or one MCP elicitation (dropping it declines).
 #[derive(Debug)]
 pub struct QuestionResponder {
     reply: Reply,
+    elicitation: Option<Elicitation>,
 }
 
 impl QuestionResponder {
-    pub(super) fn new(request_id: Value, outgoing: mpsc::UnboundedSender<String>) -> Self {
-        let nothing = json!({"answers": {}});
+    pub(super) fn new(
+        request_id: Value,
+        outgoing: mpsc::UnboundedSender<String>,
+        elicitation: Option<Elicitation>,
+    ) -> Self {
+        let nothing = match &elicitation {
+            Some(elicitation) => elicitation.result(&Vec::new()),
+            None => json!({"answers": {}}),
+        };
         Self {
             reply: Reply::new(request_id, outgoing, nothing),
+            elicitation,
         }
     }
 
@@ -115,6 +124,10 @@ impl QuestionResponder {
     }
 
     pub fn answer(mut self, answers: &Answers) {
+        if let Some(elicitation) = &self.elicitation {
+            let result = elicitation.result(answers);
+            return self.reply.send(result);
+        }
         let answers: serde_json::Map<String, Value> = answers
             .iter()
             .map(|(id, answer)| (id.clone(), json!({"answers": [answer]})))
@@ -153,18 +166,18 @@ mod tests {
         drop(ApprovalResponder::new(json!(3), outgoing.clone(), None));
         assert_eq!(sent(&mut written)["result"], json!({"decision": "decline"}));
 
-        let question = QuestionResponder::new(json!(4), outgoing.clone());
+        let question = QuestionResponder::new(json!(4), outgoing.clone(), None);
         question.answer(&vec![("db".to_owned(), "Postgres".to_owned())]);
         let reply = sent(&mut written);
         assert_eq!(
             reply["result"],
             json!({"answers": {"db": {"answers": ["Postgres"]}}})
         );
-        drop(QuestionResponder::new(json!(5), outgoing.clone()));
+        drop(QuestionResponder::new(json!(5), outgoing.clone(), None));
         assert_eq!(sent(&mut written)["result"], json!({"answers": {}}));
 
         ApprovalResponder::new(json!(6), outgoing.clone(), None).leave();
-        QuestionResponder::new(json!(7), outgoing).leave();
+        QuestionResponder::new(json!(7), outgoing, None).leave();
         assert!(
             written.try_recv().is_err(),
             "a left request is not answered"

@@ -292,10 +292,14 @@ impl Shared {
             self.route(&thread, ThreadEvent::Approval(request, responder));
             return;
         }
-        if let (Some(asked), Some(thread_id)) =
-            (questions::parse(method, params), thread_id_of(params))
-        {
-            let responder = QuestionResponder::new(id, self.outgoing.clone());
+        let asked = questions::parse(method, params)
+            .map(|asked| (asked, None))
+            .or_else(|| {
+                let (asked, elicitation) = questions::parse_elicitation(method, params)?;
+                Some((asked, Some(elicitation)))
+            });
+        if let (Some((asked, elicitation)), Some(thread_id)) = (asked, thread_id_of(params)) {
+            let responder = QuestionResponder::new(id, self.outgoing.clone(), elicitation);
             let thread = self.followed_thread(thread_id);
             self.route(&thread, ThreadEvent::Question(asked, responder));
             return;
@@ -488,9 +492,7 @@ mod tests {
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","delta":"hi"}}"#,
         );
         // A request it does not support: refused, and noted.
-        shared.dispatch(
-            r#"{"id":9,"method":"mcpServer/elicitation/request","params":{"threadId":"t"}}"#,
-        );
+        shared.dispatch(r#"{"id":9,"method":"item/tool/call","params":{"threadId":"t"}}"#);
         assert!(matches!(
             received.try_recv(),
             Ok(ThreadEvent::Notification(Notification::Activity))
@@ -508,7 +510,7 @@ mod tests {
         assert_eq!(
             counts,
             [
-                ("mcpServer/elicitation/request".to_owned(), 1),
+                ("item/tool/call".to_owned(), 1),
                 ("turn/completed".to_owned(), 1)
             ]
         );
