@@ -25,9 +25,31 @@ pub struct Config {
     pub hygiene: HygieneConfig,
     pub server: ServerConfig,
     pub chat: ChatConfig,
+    pub schedule: ScheduleConfig,
     pub transcription: TranscriptionConfig,
     pub telegram: TelegramConfig,
     pub discord: DiscordConfig,
+}
+
+/// Scheduled work (`/every`, `/at`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScheduleConfig {
+    /// The shortest interval a job may run at.
+    pub min_interval_secs: u64,
+    pub max_jobs_per_chat: usize,
+    /// The zone times and cron patterns are read in: an IANA name (`Europe/Berlin`).
+    pub timezone: String,
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        Self {
+            min_interval_secs: 60,
+            max_jobs_per_chat: 20,
+            timezone: "UTC".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -582,6 +604,17 @@ impl Config {
         if self.discord.enabled && self.discord.application_id.is_none() {
             return Err(ConfigError::Rule(
                 "discord is enabled but discord.application_id is not set".into(),
+            ));
+        }
+        if crate::schedule::timezone(&self.schedule.timezone).is_none() {
+            return Err(ConfigError::Rule(format!(
+                "schedule.timezone must be an IANA time zone such as Europe/Berlin, got {:?}",
+                self.schedule.timezone
+            )));
+        }
+        if self.schedule.min_interval_secs == 0 {
+            return Err(ConfigError::Rule(
+                "schedule.min_interval_secs must be at least 1".into(),
             ));
         }
         if self.chat.max_attachment_mb == 0 {

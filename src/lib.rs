@@ -12,6 +12,7 @@ pub mod platform;
 pub mod redact;
 pub mod render;
 pub mod router;
+pub mod schedule;
 pub mod server;
 pub mod session;
 pub mod store;
@@ -92,7 +93,7 @@ impl App {
         let ctx = Arc::new(Context {
             store,
             codex,
-            settings: SessionSettings::from_config(&config.codex, &config.chat),
+            settings: SessionSettings::from_config(config),
             hygiene: config.hygiene.policy(),
             metrics: metrics::Metrics::default(),
             login: LoginCheck::new(spec),
@@ -271,6 +272,10 @@ impl server::Observed for App {
 
     async fn metrics(&self) -> String {
         let servers = self.ctx.codex.servers().await;
+        let jobs = self.ctx.job_count().await.unwrap_or_else(|error| {
+            warn!(%error, "cannot count the scheduled jobs");
+            0
+        });
         self.ctx.metrics.render(&metrics::Gauges {
             active_chats: self.router.active_chats(),
             live_threads: servers.iter().map(|s| s.subscriptions()).sum(),
@@ -289,6 +294,7 @@ impl server::Observed for App {
             codex_restarts: self.ctx.codex.restarts(),
             codex_unread: self.ctx.codex.unread(),
             codex_wedged: self.ctx.codex.wedged(),
+            jobs: jobs as usize,
         })
     }
 }

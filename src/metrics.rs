@@ -38,6 +38,10 @@ pub struct Metrics {
     pub steers: Counter,
     /// Files, images and voice notes received.
     pub attachments: Counter,
+    /// Runs of scheduled jobs begun, and those that failed.
+    pub job_runs: Counter,
+    pub job_failures: Counter,
+    jobs: Gauge,
     errors: Family<ErrorLabels, Counter>,
     active_chats: Gauge,
     live_threads: Gauge,
@@ -57,6 +61,8 @@ pub struct Gauges {
     pub codex_processes: usize,
     pub codex_restarts: u64,
     pub codex_wedged: u64,
+    /// Scheduled jobs stored.
+    pub jobs: usize,
     /// Messages Codex sent that could not be read, by method.
     pub codex_unread: Vec<(String, u64)>,
     /// Each Codex server: this machine's processes (`local`) and every worker.
@@ -85,6 +91,8 @@ impl Default for Metrics {
         let approval_requests = counter("approval_requests", "Approval requests from Codex");
         let steers = counter("steers", "Messages added to a running turn");
         let attachments = counter("attachments", "Files, images and voice notes received");
+        let job_runs = counter("job_runs", "Runs of scheduled jobs begun");
+        let job_failures = counter("job_failures", "Runs of scheduled jobs that failed");
         let codex_restarts = counter(
             "codex_restarts",
             "App-server processes replaced after dying",
@@ -117,6 +125,9 @@ impl Default for Metrics {
             active_chats: gauge("active_chats", "Chats held in memory"),
             live_threads: gauge("live_threads", "Codex threads the gateway holds live"),
             codex_processes: gauge("codex_processes", "Running app-server processes"),
+            jobs: gauge("jobs", "Scheduled jobs stored"),
+            job_runs,
+            job_failures,
             turns,
             resumes,
             thread_starts,
@@ -146,6 +157,7 @@ impl Metrics {
         self.active_chats.set(as_gauge(gauges.active_chats));
         self.live_threads.set(as_gauge(gauges.live_threads));
         self.codex_processes.set(as_gauge(gauges.codex_processes));
+        self.jobs.set(as_gauge(gauges.jobs));
         // The supervisor counts restarts; the registry shows its count.
         let restarts = self.codex_restarts.inner();
         restarts.store(gauges.codex_restarts, Ordering::Relaxed);
@@ -191,6 +203,7 @@ mod tests {
             codex_processes: 1,
             codex_restarts: 4,
             codex_wedged: 1,
+            jobs: 2,
             codex_unread: vec![("turn/completed".into(), 3)],
             servers: vec![
                 ServerGauge {
@@ -210,6 +223,7 @@ mod tests {
             "codex_gateway_active_chats 3\n",
             "codex_gateway_codex_restarts_total 4\n",
             "codex_gateway_codex_wedged_total 1\n",
+            "codex_gateway_jobs 2\n",
             "codex_gateway_codex_unread_total{method=\"turn/completed\"} 3\n",
             "codex_gateway_errors_total{kind=\"codex\"} 2\n",
             "codex_gateway_errors_total{kind=\"store\"} 1\n",

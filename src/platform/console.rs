@@ -19,6 +19,7 @@ pub async fn run(
     let chat = ChatKey::new(Platform::Console, name);
     let (outbox, answers) = mpsc::unbounded_channel();
     let printer = tokio::spawn(print_answers(answers, output));
+    router.attach_jobs(Platform::Console, outbox.clone(), false);
     let result = read_messages(router, &chat, input, &outbox).await;
     router.shutdown(None).await;
     drop(outbox);

@@ -46,6 +46,20 @@ pub enum Command {
     Name(String),
     /// The answer to the question Codex asks: an option's number or label, or text.
     Answer(String),
+    /// `INTERVAL PROMPT` or `"CRON" PROMPT`, read against the clock by the handler.
+    Every(String),
+    /// `TIME PROMPT`, read against the clock by the handler.
+    At(String),
+    Jobs,
+    /// `None`: which was not said.
+    Unschedule(Option<JobTarget>),
+}
+
+/// Which of the chat's jobs `/unschedule` removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobTarget {
+    One(i64),
+    All,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,6 +353,57 @@ pub const COMMANDS: &[CommandSpec] = &[
         )
     },
     CommandSpec {
+        argument: Some(Argument {
+            name: "schedule",
+            about: "15m PROMPT, or \"0 9 * * 1-5\" PROMPT (cron)",
+            shown: "INTERVAL PROMPT",
+        }),
+        during_turn: true,
+        ..plain(
+            "every",
+            "Run a prompt on a schedule in this thread",
+            "run PROMPT in this chat's thread every INTERVAL (15m, 2h, 1d) or on a cron pattern in quotes (\"0 9 * * 1-5\": weekdays at 9)",
+            |schedule| Ok(Command::Every(schedule.to_owned())),
+        )
+    },
+    CommandSpec {
+        argument: Some(Argument {
+            name: "when",
+            about: "14:30 PROMPT, 2026-12-24 09:00 PROMPT, or in 2h PROMPT",
+            shown: "TIME PROMPT",
+        }),
+        during_turn: true,
+        ..plain(
+            "at",
+            "Run a prompt once, later, in this thread",
+            "run PROMPT once in this chat's thread at TIME (14:30, 2026-12-24 09:00, in 2h)",
+            |when| Ok(Command::At(when.to_owned())),
+        )
+    },
+    CommandSpec {
+        during_turn: true,
+        ..plain(
+            "jobs",
+            "This chat's scheduled jobs",
+            "this chat's scheduled jobs: number, schedule, next run and last result",
+            |_| Ok(Command::Jobs),
+        )
+    },
+    CommandSpec {
+        argument: Some(Argument {
+            name: "job",
+            about: "A job's number from /jobs, or all",
+            shown: "ID|all",
+        }),
+        during_turn: true,
+        ..plain(
+            "unschedule",
+            "Remove a scheduled job",
+            "remove a job of /jobs, or all of this chat's (its creator or an admin)",
+            unschedule_target,
+        )
+    },
+    CommandSpec {
         admin_only: true,
         ..plain(
             "login",
@@ -371,6 +436,19 @@ fn threads_page(page: &str) -> Result<Command, String> {
         page => match page.parse::<usize>() {
             Ok(page) if page >= 1 => Ok(Command::Threads(page)),
             _ => Err(format!("/threads takes a page number, not {page:?}.")),
+        },
+    }
+}
+
+fn unschedule_target(target: &str) -> Result<Command, String> {
+    match target {
+        "" => Ok(Command::Unschedule(None)),
+        "all" => Ok(Command::Unschedule(Some(JobTarget::All))),
+        id => match id.trim_start_matches('#').parse::<i64>() {
+            Ok(id) => Ok(Command::Unschedule(Some(JobTarget::One(id)))),
+            Err(_) => Err(format!(
+                "/unschedule takes a job's number from /jobs, or all (not {id:?})."
+            )),
         },
     }
 }
@@ -498,6 +576,20 @@ mod tests {
             ("/continue go on", Command::Continue("go on".into())),
             ("/login", Command::Login),
             ("/logout", Command::Logout),
+            ("/every 10m check CI", Command::Every("10m check CI".into())),
+            ("/at in 2h look", Command::At("in 2h look".into())),
+            ("/jobs", Command::Jobs),
+            (
+                "/unschedule 3",
+                Command::Unschedule(Some(JobTarget::One(3))),
+            ),
+            (
+                "/unschedule #3",
+                Command::Unschedule(Some(JobTarget::One(3))),
+            ),
+            ("/unschedule all", Command::Unschedule(Some(JobTarget::All))),
+            ("/unschedule", Command::Unschedule(None)),
+            ("/every", Command::Every(String::new())),
         ];
         for (text, expected) in cases {
             assert_eq!(&command(text), expected, "input {text:?}");
@@ -512,6 +604,12 @@ mod tests {
             (
                 "/threads 0",
                 Input::BadArgument("/threads takes a page number, not \"0\".".into()),
+            ),
+            (
+                "/unschedule soon",
+                Input::BadArgument(
+                    "/unschedule takes a job's number from /jobs, or all (not \"soon\").".into(),
+                ),
             ),
             (
                 "/tmp/notes.txt is empty",
@@ -565,7 +663,17 @@ mod tests {
             .filter(|s| s.during_turn)
             .map(|s| s.name)
             .collect();
-        assert_eq!(answered_during_a_turn, ["stop", "status", "answer", "help"]);
+        let expected = [
+            "stop",
+            "status",
+            "answer",
+            "every",
+            "at",
+            "jobs",
+            "unschedule",
+            "help",
+        ];
+        assert_eq!(answered_during_a_turn, expected);
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod activity;
 mod actor;
 mod approvals;
 pub mod command;
+mod jobs;
 mod live;
 mod questions;
 mod replies;
@@ -25,6 +26,7 @@ use crate::session::Context;
 use activity::Activity;
 use actor::{Actor, ActorMsg, ActorParts};
 use approvals::ApprovalIndex;
+use jobs::{JobRun, JobRunner};
 
 /// After the grace period, how long interrupted chats get to finish (see `ABORT_GRACE`).
 const ABORT_WAIT: Duration = Duration::from_secs(2);
@@ -44,6 +46,8 @@ struct Inner {
     approvals: ApprovalIndex,
     /// Told when a chat turns idle.
     idle: Arc<Notify>,
+    /// The platforms scheduled jobs run on, and the runner's wake-up.
+    jobs: JobRunner,
 }
 
 #[derive(Default)]
@@ -115,9 +119,11 @@ impl Router {
                 abort: watch::Sender::new(false),
                 approvals: ApprovalIndex::default(),
                 idle: Arc::new(Notify::new()),
+                jobs: JobRunner::default(),
             }),
         };
         tokio::spawn(trim_when_idle(Arc::downgrade(&router.inner)));
+        tokio::spawn(jobs::run_jobs(Arc::downgrade(&router.inner)));
         if let Some(limit) = idle_limit {
             let every = (limit / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
             tokio::spawn(sweep_idle(Arc::downgrade(&router.inner), every));
@@ -128,19 +134,35 @@ impl Router {
     /// Hands a message to its chat's actor, starting one if needed.
     pub fn dispatch(&self, inbound: Inbound) {
         let chat = inbound.chat.clone();
-        let mut actors = self.inner.actors.lock().expect("lock");
-        if actors.closed {
-            let _ = inbound.reply_to.send(Outbound {
+        let reply_to = inbound.reply_to.clone();
+        if self
+            .deliver(chat.clone(), ActorMsg::Inbound(inbound))
+            .is_err()
+        {
+            let _ = reply_to.send(Outbound {
                 chat,
                 kind: OutboundKind::Notice(texts::SHUTTING_DOWN.into()),
             });
-            return;
         }
-        let mut message = ActorMsg::Inbound(inbound);
+    }
+
+    /// Hands a scheduled job's run to its chat's actor; false when shutting down.
+    fn dispatch_job(&self, job: JobRun, inbound: Inbound) -> bool {
+        let chat = inbound.chat.clone();
+        self.deliver(chat, ActorMsg::Job { job, inbound }).is_ok()
+    }
+
+    /// Gives `message` to the chat's actor, starting one if needed; `Err` once the
+    /// router has shut down.
+    fn deliver(&self, chat: ChatKey, mut message: ActorMsg) -> Result<(), ()> {
+        let mut actors = self.inner.actors.lock().expect("lock");
+        if actors.closed {
+            return Err(());
+        }
         if let Some(handle) = actors.active.get(&chat) {
             handle.activity.touch();
             match handle.mailbox.send(message) {
-                Ok(()) => return,
+                Ok(()) => return Ok(()),
                 // The actor ended (it was unloaded): start a new one below.
                 Err(mpsc::error::SendError(returned)) => message = returned,
             }
@@ -155,6 +177,7 @@ impl Router {
             activity: activity.clone(),
             abort: self.inner.abort.subscribe(),
             approvals: self.inner.approvals.clone(),
+            jobs_changed: self.inner.jobs.waker(),
         };
         let actor = Actor::new(chat.clone(), self.inner.ctx.clone(), parts);
         tokio::spawn(actor.run(predecessor));
@@ -168,6 +191,7 @@ impl Router {
             },
         );
         actors.trim(self.inner.max_live, Some(&chat));
+        Ok(())
     }
 
     /// Drops the chat's in-memory state after its queued work; its thread id stays in
@@ -215,6 +239,8 @@ impl Router {
             let mut actors = self.inner.actors.lock().expect("lock");
             actors.closed = true;
             actors.retiring.clear();
+            // Jobs start no more runs, and their outboxes no longer hold delivery open.
+            self.inner.jobs.detach_all();
             // Dropping the mailbox senders lets each actor end after its queue.
             actors
                 .active

@@ -7,6 +7,8 @@ use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbound, OutboundKind, Outbox};
 pub(super) struct Replies<'a> {
     chat: &'a ChatKey,
     outbox: &'a Outbox,
+    /// The sender's platform user id.
+    pub(super) user: &'a str,
     pub(super) can_approve: bool,
     /// From a direct conversation with the bot.
     pub(super) private: bool,
@@ -14,6 +16,8 @@ pub(super) struct Replies<'a> {
     pub(super) admin: bool,
     /// The message's answer slot, until the first notice has used it.
     slot: Mutex<Option<AnswerSlot>>,
+    /// The scheduled job this is a run of: its notices say so.
+    job: Option<i64>,
 }
 
 impl<'a> Replies<'a> {
@@ -21,11 +25,18 @@ impl<'a> Replies<'a> {
         Self {
             chat: &inbound.chat,
             outbox: &inbound.reply_to,
+            user: &inbound.user,
             can_approve: inbound.can_approve,
             private: inbound.private,
             admin: inbound.admin,
             slot: Mutex::new(inbound.answer_slot),
+            job: None,
         }
+    }
+
+    /// Replies to a run of the scheduled job `id` (if any), each notice headed by it.
+    pub(super) fn for_job(self, job: Option<i64>) -> Self {
+        Self { job, ..self }
     }
 }
 
@@ -70,7 +81,10 @@ impl Replies<'_> {
 
     /// A gateway notice; the first one answers the message at its answer slot.
     pub(super) fn notice(&self, text: impl Into<String>) {
-        let text = text.into();
+        let text = match self.job {
+            Some(id) => super::texts::jobs::during_run(id, &text.into()),
+            None => text.into(),
+        };
         match self.slot.lock().expect("lock").take() {
             Some(slot) => self.send(OutboundKind::Answer { slot, text }),
             None => self.send(OutboundKind::Notice(text)),

@@ -878,6 +878,123 @@ pub fn question(question: &crate::codex::UserQuestion, number: usize, of: usize)
     text
 }
 
+/// Scheduled jobs (`/every`, `/at`, `/jobs`, `/unschedule`).
+pub mod jobs {
+    use crate::schedule::ScheduleError;
+
+    pub const NONE: &str = "This chat has no scheduled jobs. /every 2h PROMPT runs one every \
+         two hours, /at 14:30 PROMPT once.";
+    pub const NOT_YOURS: &str =
+        "Only the job's creator or an admin can remove it (/jobs shows the jobs).";
+
+    pub fn scheduled(id: i64, schedule: &str, next: &str) -> String {
+        format!(
+            "Job {id} scheduled: {schedule}, next run {next}. It runs in this chat's thread as \
+             if you had sent it; /jobs lists the jobs, /unschedule {id} removes it."
+        )
+    }
+
+    pub const UNSCHEDULE_WHICH: &str =
+        "/unschedule takes a job's number from /jobs, or all: /unschedule 3.";
+
+    fn example(command: &str) -> &'static str {
+        match command {
+            "every" => {
+                "/every 2h check the CI and summarise, or /every \"0 9 * * 1-5\" summarise \
+                 yesterday's commits (a cron pattern in quotes: weekdays at 9)"
+            }
+            _ => {
+                "/at 14:30 check the deploy, /at 2026-12-24 09:00 wish a merry Christmas, or \
+                 /at in 2h see if it finished"
+            }
+        }
+    }
+
+    /// `/every` or `/at` without a schedule.
+    pub fn usage(command: &str) -> String {
+        format!(
+            "/{command} needs a time and a prompt, for example: {}.",
+            example(command)
+        )
+    }
+
+    pub fn bad_schedule(command: &str, error: &ScheduleError) -> String {
+        let example = example(command);
+        format!("That schedule was not taken: {error}. For example: {example}.")
+    }
+
+    pub fn too_many(max: usize) -> String {
+        format!("This chat has {max} jobs, as many as allowed; /unschedule one first.")
+    }
+
+    pub fn removed(id: i64) -> String {
+        format!("Job {id} removed.")
+    }
+
+    pub fn no_such_job(id: i64) -> String {
+        format!("This chat has no job {id} (/jobs lists them).")
+    }
+
+    /// `/unschedule all`: `kept` jobs were others', which only an admin removes.
+    pub fn removed_all(removed: usize, kept: usize) -> String {
+        let removed = match (removed, kept) {
+            (0, 0) => return NONE.into(),
+            (1, 0) => "Removed this chat's one job.".into(),
+            (n, 0) => format!("Removed this chat's {n} jobs."),
+            (n, _) => format!("Removed your {n} jobs."),
+        };
+        match kept {
+            0 => removed,
+            kept => format!(
+                "{removed} {kept} others' stay: only an admin or their creator removes them."
+            ),
+        }
+    }
+
+    pub fn listing(timezone: &str, lines: &[String]) -> String {
+        format!(
+            "Jobs of this chat (times in {timezone}):\n{}",
+            lines.join("\n")
+        )
+    }
+
+    /// A line of `/jobs`.
+    pub fn listed(id: i64, schedule: &str, next: &str, prompt: &str, last: Option<&str>) -> String {
+        let last = last
+            .map(|last| format!("; last run: {last}"))
+            .unwrap_or_default();
+        format!("{id}. {schedule}, next {next}{last}\n   {prompt}")
+    }
+
+    /// A run's answer, headed by its job.
+    pub fn answer(id: i64, label: &str, answer: &str) -> String {
+        format!("Job {id} ({label}):\n{answer}")
+    }
+
+    /// A notice during a run (a failure, the limit), headed by its job.
+    pub fn during_run(id: i64, notice: &str) -> String {
+        format!("Job {id}: {notice}")
+    }
+
+    pub fn not_run_at_restart(id: i64) -> String {
+        format!(
+            "Job {id} did not run: the gateway restarted before its turn came. It runs at its \
+             next time (/jobs)."
+        )
+    }
+
+    pub const RESULT_OK: &str = "answered";
+    pub const RESULT_NO_REPLY: &str = "no reply";
+    pub const RESULT_STOPPED: &str = "stopped";
+    pub const RESULT_LOST: &str = "cut off (Codex went away)";
+    pub const RESULT_LIMITED: &str = "waiting for the usage limit";
+    pub const RESULT_NOT_RUN: &str = "not run (see the chat)";
+
+    pub fn result_failed(why: &str) -> String {
+        format!("failed: {why}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

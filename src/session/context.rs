@@ -4,9 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::codex::{Codex, CodexError};
-use crate::config::{
-    ApprovalPolicy, ChatConfig, CodexConfig, FollowUp, Progress, SandboxMode, WorkspaceMode,
-};
+use crate::config::{ApprovalPolicy, Config, FollowUp, Progress, SandboxMode, WorkspaceMode};
 use crate::hygiene::Policy;
 use crate::metrics::Metrics;
 use crate::store::{Store, StoreError};
@@ -52,10 +50,20 @@ pub struct SessionSettings {
     pub max_attachment_bytes: u64,
     /// How long a message waits for its chat's unreachable Codex worker.
     pub worker_wait: Duration,
+    pub schedule: ScheduleSettings,
+}
+
+/// Limits of scheduled work, and the zone its times are read in.
+#[derive(Debug, Clone, Copy)]
+pub struct ScheduleSettings {
+    pub min_interval: Duration,
+    pub max_jobs_per_chat: usize,
+    pub timezone: chrono_tz::Tz,
 }
 
 impl SessionSettings {
-    pub fn from_config(codex: &CodexConfig, chat: &ChatConfig) -> Self {
+    pub fn from_config(config: &Config) -> Self {
+        let (codex, chat, schedule) = (&config.codex, &config.chat, &config.schedule);
         Self {
             workspace: codex.workspace.clone(),
             workspace_mode: codex.workspace_mode,
@@ -72,6 +80,12 @@ impl SessionSettings {
             progress: chat.progress,
             max_attachment_bytes: chat.max_attachment_mb * 1024 * 1024,
             worker_wait: Duration::from_secs(codex.worker_wait_secs),
+            schedule: ScheduleSettings {
+                min_interval: Duration::from_secs(schedule.min_interval_secs),
+                max_jobs_per_chat: schedule.max_jobs_per_chat,
+                timezone: crate::schedule::timezone(&schedule.timezone)
+                    .expect("validated in Config::load"),
+            },
         }
     }
 }

@@ -16,6 +16,7 @@ use stored::Stored;
 
 mod choices;
 mod inbox;
+mod jobs;
 mod offsets;
 mod records;
 mod stored;
@@ -24,6 +25,7 @@ mod turns;
 
 pub use choices::{ChatChoices, Choice};
 pub use inbox::{Accepted, Unfinished};
+pub use jobs::{Job, NewJob};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
 
 #[derive(Debug, thiserror::Error)]

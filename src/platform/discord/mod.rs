@@ -80,6 +80,7 @@ pub async fn start(
     info!(bot = me.name, "discord connected");
 
     let (outbox, answers) = mpsc::unbounded_channel();
+    router.attach_jobs(Platform::Discord, outbox.clone(), true);
     let commands = Arc::new(PendingCommands::default());
     let refusal_http = rest.clone();
     let delivery_http = rest.clone();

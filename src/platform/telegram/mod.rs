@@ -129,6 +129,7 @@ pub async fn start(
     }));
     // Messages accepted before the last stop and not yet handled go first, in order.
     inbox::replay(&shared, &router, &store, &outbox).await;
+    router.attach_jobs(Platform::Telegram, outbox.clone(), true);
     let intake = tokio::spawn(keep_running("telegram", health, stopped, move |stopped| {
         poll(
             shared.clone(),

@@ -81,8 +81,10 @@ impl Actor {
         info!(chat = %self.chat, thread_id = ?self.session.thread_id(), ?status, "turn finished");
         self.ctx.metrics.turns.inc();
         if outcome.usage_limited {
+            self.job_outcome((texts::jobs::RESULT_LIMITED.into(), false));
             return self.limit_reached(replies, &outcome).await;
         }
+        self.job_turn_ended(*status, error.as_deref(), !outcome.answer.is_empty());
         match status {
             TurnStatus::Failed => replies.notice(texts::turn_failed(error.as_deref())),
             TurnStatus::Interrupted if !outcome.timed_out => replies.notice(texts::STOPPED),
@@ -159,6 +161,7 @@ impl Actor {
     /// platform has taken it (the receipt after it marks the message done), so a crash
     /// before that sends it at the next start instead of losing it.
     pub(super) async fn deliver_answer(&mut self, replies: &Replies<'_>, answer: String) {
+        let answer = self.headed_answer(answer);
         let Some(ticket) = self.serving else {
             return replies.send(OutboundKind::Reply(answer));
         };
@@ -187,6 +190,7 @@ impl Actor {
     /// The turn ended without Codex closing it: its process died, or it ignored the
     /// interrupt. The thread id stays stored; the next message resumes it.
     async fn lost_turn(&mut self, replies: &Replies<'_>, end: &TurnEnd) {
+        self.job_outcome((texts::jobs::RESULT_LOST.into(), true));
         if let Err(error) = self.session.record_unanswered().await {
             error!(chat = %self.chat, %error, "could not record the unanswered turn");
         }

@@ -9,6 +9,7 @@ mod choices;
 mod compact;
 mod files;
 mod follow;
+mod jobs;
 mod limit;
 mod login;
 mod message;
@@ -22,12 +23,13 @@ mod unreachable;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
 use super::activity::Activity;
 use super::approvals::{ApprovalIndex, PendingApprovals};
 use super::command::{self, Command, CommandSpec, Input};
+use super::jobs::JobRun;
 use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
@@ -47,6 +49,11 @@ pub(super) enum ActorMsg {
         decision: Decision,
         done: oneshot::Sender<bool>,
     },
+    /// A scheduled job's run: its prompt, as if its creator had sent it.
+    Job {
+        job: JobRun,
+        inbound: Inbound,
+    },
     Unload,
 }
 
@@ -60,6 +67,8 @@ pub(super) struct ActorParts {
     /// Raised when the gateway's shutdown grace period is over.
     pub(super) abort: watch::Receiver<bool>,
     pub(super) approvals: ApprovalIndex,
+    /// Told when the chat's jobs change, so the job runner reads the next due time.
+    pub(super) jobs_changed: Arc<Notify>,
 }
 
 pub(super) struct Actor {
@@ -80,6 +89,9 @@ pub(super) struct Actor {
     serving: Option<Ticket>,
     /// The served message's answer went out with a receipt: the delivery marks it done.
     receipt_out: bool,
+    /// The scheduled job whose run is being served.
+    job: Option<jobs::RunningJob>,
+    jobs_changed: Arc<Notify>,
     _alive: watch::Sender<()>,
     activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
@@ -101,6 +113,8 @@ impl Actor {
             handed_over: None,
             serving: None,
             receipt_out: false,
+            job: None,
+            jobs_changed: parts.jobs_changed,
             _alive: parts.alive,
             activity: parts.activity,
             abort: parts.abort,
@@ -126,6 +140,7 @@ impl Actor {
                 }
                 ActorMsg::Inbound(inbound) => self.serve(inbound, None).await,
                 ActorMsg::Prepared { inbound, prompt } => self.serve(inbound, Some(prompt)).await,
+                ActorMsg::Job { job, inbound } => self.run_job(job, inbound).await,
             }
         }
     }
@@ -229,6 +244,9 @@ impl Actor {
             Replies::to(&inbound).notice(texts::RESTART_DROPPED);
         }
         for message in self.queue.drain(..) {
+            if let ActorMsg::Job { job, inbound } = &message {
+                Replies::to(inbound).notice(texts::jobs::not_run_at_restart(job.id));
+            }
             if let ActorMsg::Inbound(inbound) | ActorMsg::Prepared { inbound, .. } = message {
                 let kept = inbound.ticket.is_some_and(|t| !t.interrupted);
                 let notice = if kept {
@@ -267,7 +285,7 @@ impl Actor {
     }
 
     async fn handle(&mut self, inbound: Inbound) {
-        let replies = Replies::to(&inbound);
+        let replies = Replies::to(&inbound).for_job(self.job_id());
         info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), files = inbound.attachments.len(), "message");
         if !inbound.attachments.is_empty() {
             // The files are saved on the chat's Codex server, which must be up for that.
@@ -333,6 +351,11 @@ impl Actor {
             Command::Fork => self.fork(replies).await,
             Command::Undo => self.undo(replies).await,
             Command::Name(title) => self.name_thread(replies, &title).await,
+            Command::Every(schedule) => self.every(replies, &schedule).await,
+            Command::At(when) => self.at(replies, &when).await,
+            Command::Jobs => self.list_jobs(replies).await,
+            Command::Unschedule(Some(target)) => self.unschedule(replies, target).await,
+            Command::Unschedule(None) => replies.notice(texts::jobs::UNSCHEDULE_WHICH),
             Command::Continue(text) => {
                 let text = if text.is_empty() {
                     texts::CONTINUE
@@ -356,7 +379,11 @@ impl Actor {
                 let _ = done.send(answered);
                 return false;
             }
-            ActorMsg::Unload | ActorMsg::Prepared { .. } => {
+            ActorMsg::Job { ref job, .. } if self.job_queued(job.id) => {
+                info!(chat = %self.chat, job = job.id, "the job's last run still waits; skipping this one");
+                return false;
+            }
+            ActorMsg::Unload | ActorMsg::Prepared { .. } | ActorMsg::Job { .. } => {
                 self.queue.push_back(message);
                 return false;
             }
@@ -416,15 +443,21 @@ impl Actor {
 
     /// Messages waiting behind the running turn.
     fn queued_messages(&self) -> usize {
-        let is_message =
-            |m: &&ActorMsg| matches!(m, ActorMsg::Inbound(_) | ActorMsg::Prepared { .. });
+        let is_message = |m: &&ActorMsg| {
+            matches!(
+                m,
+                ActorMsg::Inbound(_) | ActorMsg::Prepared { .. } | ActorMsg::Job { .. }
+            )
+        };
         self.queue.iter().filter(is_message).count()
     }
 
-    fn report(&self, replies: &Replies<'_>, error: &SessionError) {
+    fn report(&mut self, replies: &Replies<'_>, error: &SessionError) {
         error!(chat = %self.chat, %error, "request failed");
         self.ctx.metrics.error(error.kind());
-        replies.notice(texts::session_error(error));
+        let said = texts::session_error(error);
+        self.job_outcome((texts::jobs::result_failed(&said), true));
+        replies.notice(said);
     }
 }
 
