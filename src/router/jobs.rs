@@ -15,7 +15,7 @@ use super::{Inner, Router};
 use crate::chat::{Inbound, Outbox, Platform};
 use crate::clock::unix_now;
 use crate::schedule::Schedule;
-use crate::session::Job;
+use crate::session::{Job, SessionError};
 
 /// After the store failed to say what is due, it is asked again this soon.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(60);
@@ -90,6 +90,23 @@ impl Router {
         jobs.changed();
     }
 
+    /// Starts the jobs due now; how long until the next one (after those moved on).
+    async fn run_due_jobs(&self) -> Result<Option<Duration>, SessionError> {
+        let ctx = &self.inner.ctx;
+        let now = unix_now();
+        let platforms = self.inner.jobs.attached();
+        // A job of a platform not (yet) running waits for it to attach.
+        let due = ctx.due_jobs(now).await?;
+        for job in due
+            .into_iter()
+            .filter(|j| platforms.contains(&j.chat.platform))
+        {
+            self.start_job(job, now).await;
+        }
+        let next = ctx.next_job_after(now).await?;
+        Ok(next.map(|at| Duration::from_secs((at - now).max(0) as u64)))
+    }
+
     /// Moves the job to its next run and hands this one to its chat.
     async fn start_job(&self, job: Job, now: i64) {
         let ctx = &self.inner.ctx;
@@ -148,19 +165,8 @@ pub(super) async fn run_jobs(inner: Weak<Inner>) {
         if router.inner.actors.lock().expect("lock").closed {
             return;
         }
-        let now = unix_now();
-        let platforms = router.inner.jobs.attached();
-        let wait = match router.inner.ctx.due_jobs(now).await {
-            Ok((due, next)) => {
-                // A job of a platform not (yet) running waits for it to attach.
-                let runnable = due
-                    .into_iter()
-                    .filter(|j| platforms.contains(&j.chat.platform));
-                for job in runnable {
-                    router.start_job(job, now).await;
-                }
-                next.map(|at| Duration::from_secs((at - now).max(0) as u64))
-            }
+        let wait = match router.run_due_jobs().await {
+            Ok(wait) => wait,
             Err(error) => {
                 error!(%error, "cannot read the scheduled jobs; trying again in a minute");
                 Some(RETRY_AFTER_ERROR)

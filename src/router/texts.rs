@@ -937,17 +937,15 @@ pub mod jobs {
 
     /// `/unschedule all`: `kept` jobs were others', which only an admin removes.
     pub fn removed_all(removed: usize, kept: usize) -> String {
-        let removed = match (removed, kept) {
-            (0, 0) => return NONE.into(),
+        const OTHERS: &str = "only an admin or their creator removes them.";
+        match (removed, kept) {
+            (0, 0) => NONE.into(),
+            (0, kept) => format!("None of this chat's {kept} jobs is yours; {OTHERS}"),
             (1, 0) => "Removed this chat's one job.".into(),
-            (n, 0) => format!("Removed this chat's {n} jobs."),
-            (n, _) => format!("Removed your {n} jobs."),
-        };
-        match kept {
-            0 => removed,
-            kept => format!(
-                "{removed} {kept} others' stay: only an admin or their creator removes them."
-            ),
+            (removed, 0) => format!("Removed this chat's {removed} jobs."),
+            (removed, kept) => {
+                format!("Removed your {removed} jobs; {kept} others' stay: {OTHERS}")
+            }
         }
     }
 

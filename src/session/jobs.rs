@@ -16,11 +16,14 @@ impl Context {
         Ok(self.store.jobs(chat).await?)
     }
 
-    /// The jobs due at `at`, and when the next one after them is due.
-    pub async fn due_jobs(&self, at: i64) -> Result<(Vec<Job>, Option<i64>), SessionError> {
-        let due = self.store.due_jobs(at).await?;
-        let next = self.store.next_job_after(at).await?;
-        Ok((due, next))
+    /// The jobs due at `at` (unix seconds).
+    pub async fn due_jobs(&self, at: i64) -> Result<Vec<Job>, SessionError> {
+        Ok(self.store.due_jobs(at).await?)
+    }
+
+    /// When the first job due after `at` is due.
+    pub async fn next_job_after(&self, at: i64) -> Result<Option<i64>, SessionError> {
+        Ok(self.store.next_job_after(at).await?)
     }
 
     /// A run begins: counted, and the job moves to `next_run` (`None`: it is gone).
