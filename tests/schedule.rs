@@ -67,8 +67,8 @@ async fn jobs_listing(tg: &FakeTelegram, heading: &str) -> String {
     tg.dm(ALICE, "/jobs");
     wait_for_count(tg, before + 1, |t| t.starts_with(heading)).await;
     let texts = tg.texts(ALICE);
-    let listings = texts.iter().filter(|(_, t)| t.starts_with(heading));
-    listings.last().unwrap().1.clone()
+    let mut listings = texts.iter().filter(|(_, t)| t.starts_with(heading));
+    listings.next_back().unwrap().1.clone()
 }
 
 /// The thread of each model request whose prompt starts with `prompt`.
