@@ -56,12 +56,7 @@ async fn dm_conversation_survives_a_restart() {
         .iter()
         .map(|c| c["command"].as_str().unwrap().to_owned())
         .collect();
-    let expected = [
-        "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads", "resume",
-        "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue", "mode", "fork",
-        "undo", "name", "answer", "login", "logout", "help",
-    ];
-    assert_eq!(names, expected);
+    assert_eq!(names, support::COMMAND_MENU);
     assert!(
         !tg.calls("sendChatAction").is_empty(),
         "no typing indicator"

@@ -20,6 +20,15 @@ use tokio::sync::mpsc;
 
 pub use model::{Brain, FakeModel, ModelRequest, Reply, default_brain};
 
+/// The commands both platforms' menus list, in order.
+#[rustfmt::skip]
+pub const COMMAND_MENU: &[&str] = &[
+    "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads",
+    "resume", "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue",
+    "mode", "fork", "undo", "name", "answer", "every", "at", "jobs", "unschedule", "login",
+    "logout", "help",
+];
+
 /// How long a test waits for one answer before failing.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(90);
 
