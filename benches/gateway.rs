@@ -11,6 +11,8 @@ mod support;
 mod instant;
 #[path = "support/instant_app_server.rs"]
 mod instant_app_server;
+#[path = "support/outside.rs"]
+mod outside;
 
 use std::time::{Duration, Instant};
 
@@ -178,7 +180,7 @@ fn main() {
             if std::env::args().any(|a| a == "throughput") {
                 return throughput().await;
             }
-            let parts = ["alone", "codex", "long"];
+            let parts = ["alone", "codex", "outside", "long"];
             let only = |part: &str| {
                 !std::env::args().any(|a| parts.contains(&a.as_str()))
                     || std::env::args().any(|a| a == part)
@@ -188,6 +190,9 @@ fn main() {
             }
             if only("codex") {
                 with_real_codex().await;
+            }
+            if only("outside") {
+                outside::from_outside().await;
             }
             if only("long") {
                 long_turn().await;
@@ -468,7 +473,7 @@ async fn codex_rss(env: &TestEnv) -> Vec<(usize, f64)> {
     let settings = instant::thread_settings(env);
     let mut figures = vec![(0, rss_mib(server.pid().unwrap()))];
     for loaded in 1..=50 {
-        let thread = server.start_thread(&settings).await.unwrap();
+        let thread = server.start_thread(&settings).await.unwrap().id;
         let mut events = server.subscribe(&thread);
         instant::one_turn(&server, &mut events, &thread, &format!("thread {loaded}")).await;
         if [1, 10, 50].contains(&loaded) {

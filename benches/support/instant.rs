@@ -43,6 +43,11 @@ pub async fn one_turn(
         .start_turn(thread, &input, &TurnOverrides::default())
         .await
         .unwrap();
+    turn_completed(events, &turn).await;
+}
+
+/// Waits until the turn `turn` of the subscribed thread completes.
+pub async fn turn_completed(events: &mut mpsc::UnboundedReceiver<ThreadEvent>, turn: &str) {
     while let Some(event) = events.recv().await {
         if let ThreadEvent::Notification(Notification::TurnCompleted { turn_id, .. }) = event
             && turn_id == turn
@@ -57,7 +62,7 @@ pub async fn one_turn(
 pub async fn direct_turns(env: &TestEnv, config: &Config, turns: usize) -> Vec<Duration> {
     let spec = codex_gateway::spawn_spec(config).unwrap();
     let server = AppServer::spawn(&spec).await.unwrap();
-    let thread = server.start_thread(&thread_settings(env)).await.unwrap();
+    let thread = server.start_thread(&thread_settings(env)).await.unwrap().id;
     let mut events = server.subscribe(&thread);
     let mut samples = Vec::with_capacity(turns);
     for i in 0..=turns {

@@ -112,8 +112,9 @@ pub struct TurnOverrides {
     pub sandbox_policy: Option<SandboxPolicy>,
 }
 
-/// A turn's sandbox (`sandboxPolicy`), as `turn/start` takes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A turn's sandbox (`sandboxPolicy`), as `turn/start` takes it and a thread's reply
+/// reports it (with details, such as `networkAccess`, that the gateway does not set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum SandboxPolicy {
     ReadOnly,
@@ -129,6 +130,13 @@ impl SandboxPolicy {
             SandboxMode::DangerFullAccess => SandboxPolicy::DangerFullAccess,
         }
     }
+}
+
+/// The sandbox and approval policy a thread runs with: what `/mode` changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Permissions {
+    pub sandbox: SandboxPolicy,
+    pub approval_policy: ApprovalPolicy,
 }
 
 /// More pages than any catalog has: a bound, not a limit anyone meets.

@@ -19,7 +19,7 @@ mod wire;
 mod workers;
 
 pub use catalog::{
-    ModelConfig, ModelInfo, RateLimitWindow, RateLimits, SandboxPolicy, TurnOverrides,
+    ModelConfig, ModelInfo, Permissions, RateLimitWindow, RateLimits, SandboxPolicy, TurnOverrides,
 };
 pub use error::CodexError;
 pub use files::{PathKind, RealPath};
@@ -28,8 +28,8 @@ pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;
 pub use protocol::{
     AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, ChangedFile,
-    Item, Notification, Phase, PlanStatus, PlanStep, SandboxMode, ThreadSettings, TokenCounts,
-    TokenUsage, TurnStatus, UserInput,
+    Item, Notification, OpenedThread, Phase, PlanStatus, PlanStep, SandboxMode, ThreadSettings,
+    TokenCounts, TokenUsage, TurnStatus, UserInput,
 };
 pub use questions::{Answers, QuestionOption, UserQuestion};
 pub use remote::RemoteSpec;

@@ -15,8 +15,8 @@ use super::catalog::TurnOverrides;
 use super::error::CodexError;
 use super::orphans;
 use super::protocol::{
-    AccountState, ThreadReply, ThreadResumeParams, ThreadSettings, TurnReply, TurnStartParams,
-    UserInput, thread_id_of,
+    AccountState, OpenedThread, ThreadReply, ThreadResumeParams, ThreadSettings, TurnReply,
+    TurnStartParams, UserInput, thread_id_of,
 };
 use super::spawn::{SpawnSpec, command};
 use super::wire::{Shared, ThreadEvent, read_lines, wait_for_exit, write_lines};
@@ -134,23 +134,26 @@ impl AppServer {
         self.exited().await;
     }
 
-    pub async fn start_thread(&self, settings: &ThreadSettings) -> Result<String, CodexError> {
+    pub async fn start_thread(
+        &self,
+        settings: &ThreadSettings,
+    ) -> Result<OpenedThread, CodexError> {
         let reply: ThreadReply = self.request("thread/start", settings).await?;
-        Ok(reply.thread.id)
+        Ok(reply.into())
     }
 
     pub async fn resume_thread(
         &self,
         thread_id: &str,
         settings: &ThreadSettings,
-    ) -> Result<String, CodexError> {
+    ) -> Result<OpenedThread, CodexError> {
         let params = ThreadResumeParams {
             thread_id,
             exclude_turns: true,
             settings,
         };
         let reply: ThreadReply = self.request("thread/resume", &params).await?;
-        Ok(reply.thread.id)
+        Ok(reply.into())
     }
 
     /// Routes the thread's events to the returned receiver (replacing an earlier one).

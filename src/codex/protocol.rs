@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::catalog::TurnOverrides;
+use super::catalog::{Permissions, SandboxPolicy, TurnOverrides};
 use serde_json::Value;
 
 /// When Codex asks a person before it acts (`approvalPolicy`).
@@ -57,8 +57,40 @@ pub(crate) struct ThreadResumeParams<'a> {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ThreadReply {
     pub thread: ThreadInfo,
+    #[serde(default)]
+    approval_policy: Value,
+    #[serde(default)]
+    sandbox: Value,
+}
+
+/// A thread Codex started or resumed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedThread {
+    pub id: String,
+    /// What it runs with, as Codex reports it (a loaded thread keeps its own, whatever a
+    /// resume asked); `None` when Codex reports a policy the gateway has no name for.
+    pub permissions: Option<Permissions>,
+}
+
+impl From<ThreadReply> for OpenedThread {
+    fn from(reply: ThreadReply) -> Self {
+        let permissions = SandboxPolicy::deserialize(&reply.sandbox)
+            .and_then(|sandbox| {
+                let approval_policy = ApprovalPolicy::deserialize(&reply.approval_policy)?;
+                Ok(Permissions {
+                    sandbox,
+                    approval_policy,
+                })
+            })
+            .ok();
+        OpenedThread {
+            id: reply.thread.id,
+            permissions,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

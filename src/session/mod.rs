@@ -10,8 +10,8 @@ use tracing::{info, warn};
 
 use crate::chat::{ChatKey, Receipt, Ticket};
 use crate::codex::{
-    AppServer, CodexError, ModelConfig, ThreadEvent, ThreadSettings, TokenUsage, TurnState,
-    UserInput,
+    AppServer, CodexError, ModelConfig, OpenedThread, Permissions, ThreadEvent, ThreadSettings,
+    TokenUsage, TurnState, UserInput,
 };
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
@@ -54,6 +54,9 @@ struct LiveThread {
     cwd: PathBuf,
     /// False until the thread's id is in SQLite (a thread has no rollout before its first turn).
     persisted: bool,
+    /// What the thread runs with, so a turn overrides it only to change it; `None` when
+    /// unknown, and the next turn says what it should be.
+    permissions: Option<Permissions>,
 }
 
 /// What a turn is for.
@@ -132,13 +135,12 @@ impl Session {
         };
         let seed = seed.as_deref().map(|text| UserInput::Text { text });
         let inputs: Vec<UserInput<'_>> = seed.into_iter().chain(prompt).collect();
-        let overrides = self.overrides();
-        let turn_id = match self.send_turn(request, &inputs, &overrides).await {
+        let turn_id = match self.send_turn(request, &inputs).await {
             // The process lost the thread (restart raced us): resume and try once more.
             Err(CodexError::ThreadNotLoaded(_) | CodexError::ProcessExited) => {
                 self.live = None;
                 self.ensure_thread().await?;
-                self.send_turn(request, &inputs, &overrides).await?
+                self.send_turn(request, &inputs).await?
             }
             other => other?,
         };
@@ -154,20 +156,24 @@ impl Session {
     }
 
     async fn send_turn(
-        &self,
+        &mut self,
         request: TurnRequest<'_>,
         inputs: &[UserInput<'_>],
-        overrides: &crate::codex::TurnOverrides,
     ) -> Result<String, CodexError> {
+        let overrides = self.overrides();
+        let wanted = self.permissions();
         let live = self
             .live
-            .as_ref()
+            .as_mut()
             .expect("ensure_thread leaves a live thread");
         match request {
             TurnRequest::Message(_) => {
-                live.server
-                    .start_turn(&live.thread_id, inputs, overrides)
-                    .await
+                let turn_id = live
+                    .server
+                    .start_turn(&live.thread_id, inputs, &overrides)
+                    .await?;
+                live.permissions = Some(wanted);
+                Ok(turn_id)
             }
             TurnRequest::Review => live.server.start_review(&live.thread_id).await,
         }
@@ -415,19 +421,20 @@ impl Session {
             let events = server.subscribe(&thread_id);
             match resume_when_closed(&server, &thread_id, &settings).await {
                 Ok(resumed) => {
-                    info!(chat = %self.chat, thread_id = resumed, "thread resumed");
+                    info!(chat = %self.chat, thread_id = resumed.id, "thread resumed");
                     self.ctx.metrics.resumes.inc();
-                    let events = match resumed == thread_id {
+                    let events = match resumed.id == thread_id {
                         true => events,
-                        false => server.subscribe(&resumed),
+                        false => server.subscribe(&resumed.id),
                     };
                     self.live = Some(LiveThread {
                         server,
                         server_name,
-                        thread_id: resumed,
+                        thread_id: resumed.id,
                         events,
                         cwd,
                         persisted: true,
+                        permissions: resumed.permissions,
                     });
                     return Ok(());
                 }
@@ -438,30 +445,20 @@ impl Session {
                 Err(error) => return Err(error.into()),
             }
         }
-        let thread_id = server.start_thread(&settings).await?;
-        info!(chat = %self.chat, thread_id, "thread started");
+        let thread = server.start_thread(&settings).await?;
+        info!(chat = %self.chat, thread_id = thread.id, "thread started");
         self.ctx.metrics.thread_starts.inc();
-        self.attach(server, server_name, thread_id, cwd, false);
-        Ok(())
-    }
-
-    fn attach(
-        &mut self,
-        server: AppServer,
-        server_name: String,
-        thread_id: String,
-        cwd: PathBuf,
-        persisted: bool,
-    ) {
-        let events = server.subscribe(&thread_id);
+        let events = server.subscribe(&thread.id);
         self.live = Some(LiveThread {
             server,
             server_name,
-            thread_id,
+            thread_id: thread.id,
             events,
             cwd,
-            persisted,
+            persisted: false,
+            permissions: thread.permissions,
         });
+        Ok(())
     }
 
     async fn persist_thread(&mut self) -> Result<(), StoreError> {
@@ -566,7 +563,7 @@ async fn resume_when_closed(
     server: &AppServer,
     thread_id: &str,
     settings: &ThreadSettings,
-) -> Result<String, CodexError> {
+) -> Result<OpenedThread, CodexError> {
     let mut attempt = 0;
     loop {
         match server.resume_thread(thread_id, settings).await {

@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 pub struct ModelRequest {
     pub body: Value,
     pub headers: HashMap<String, String>,
+    /// When the fake had read the whole request.
+    pub received: Instant,
     /// When the fake had sent its whole answer.
     answered: Arc<Mutex<Option<Instant>>>,
 }
@@ -297,6 +299,7 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_owned()))
             .collect(),
+        received: Instant::now(),
         answered: Arc::default(),
     };
     let answered = request.answered.clone();
