@@ -795,14 +795,13 @@ mod tests {
             store.platform_offset(Platform::Telegram).await.unwrap(),
             None
         );
-        store
-            .set_platform_offset(Platform::Telegram, 41)
-            .await
-            .unwrap();
-        store
-            .set_platform_offset(Platform::Telegram, 42)
-            .await
-            .unwrap();
+        for offset in [41, 42] {
+            let accepted = store
+                .accept(Platform::Telegram, &[], Some(offset))
+                .await
+                .unwrap();
+            assert!(accepted.is_empty());
+        }
         assert_eq!(
             store.platform_offset(Platform::Telegram).await.unwrap(),
             Some(42)

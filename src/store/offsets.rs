@@ -13,29 +13,4 @@ impl Store {
                 .await?,
         )
     }
-
-    pub async fn set_platform_offset(
-        &self,
-        platform: Platform,
-        next_offset: i64,
-    ) -> Result<(), StoreError> {
-        set_offset(&self.pool, platform, next_offset).await
-    }
-}
-
-/// Stores where `platform`'s stream continues, on `db` (the pool or a transaction).
-pub(super) async fn set_offset<'e>(
-    db: impl sqlx::SqliteExecutor<'e>,
-    platform: Platform,
-    next_offset: i64,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO platform_offsets (platform, next_offset) VALUES (?1, ?2)
-         ON CONFLICT (platform) DO UPDATE SET next_offset = excluded.next_offset",
-    )
-    .bind(platform.as_str())
-    .bind(next_offset)
-    .execute(db)
-    .await?;
-    Ok(())
 }
