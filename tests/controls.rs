@@ -289,6 +289,9 @@ async fn cwd_moves_the_chat_inside_the_project_roots_only() {
             .contains(&format!("<cwd>{}</cwd>", app_folder.display())),
         "the model was not told the folder"
     );
+    // The folder is sent to Codex once; its later turns keep it.
+    let said = chat.ask(&app, "run: pwd # a later turn").await;
+    assert!(said.contains(&app_folder.display().to_string()), "{said}");
     env.shut_down(app).await;
 }
 

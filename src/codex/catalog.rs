@@ -97,6 +97,7 @@ struct RateLimitsReply {
 }
 
 /// A turn's overrides of the thread's settings (`turn/start` keeps them for later turns).
+/// The same shape says what a thread runs with, as far as it is known.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnOverrides {
@@ -110,6 +111,41 @@ pub struct TurnOverrides {
     pub approval_policy: Option<ApprovalPolicy>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox_policy: Option<SandboxPolicy>,
+}
+
+impl TurnOverrides {
+    /// What of these wanted settings differs from what the thread runs with. Codex
+    /// spends milliseconds applying an override to a turn (measured with 0.171: about
+    /// 4 ms for `cwd`, 3.5 ms for sandbox and approvals) and keeps it for the thread's
+    /// later turns, so one is sent only to change something.
+    pub fn changed_from(&self, running: &TurnOverrides) -> TurnOverrides {
+        fn changed<T: Clone + PartialEq>(wanted: &Option<T>, running: &Option<T>) -> Option<T> {
+            wanted
+                .clone()
+                .filter(|wanted| running.as_ref() != Some(wanted))
+        }
+        TurnOverrides {
+            model: changed(&self.model, &running.model),
+            effort: changed(&self.effort, &running.effort),
+            cwd: changed(&self.cwd, &running.cwd),
+            approval_policy: changed(&self.approval_policy, &running.approval_policy),
+            sandbox_policy: changed(&self.sandbox_policy, &running.sandbox_policy),
+        }
+    }
+
+    /// What the thread runs with once a turn has sent `sent`.
+    pub fn apply(&mut self, sent: &TurnOverrides) {
+        fn take<T: Clone>(running: &mut Option<T>, sent: &Option<T>) {
+            if sent.is_some() {
+                running.clone_from(sent);
+            }
+        }
+        take(&mut self.model, &sent.model);
+        take(&mut self.effort, &sent.effort);
+        take(&mut self.cwd, &sent.cwd);
+        take(&mut self.approval_policy, &sent.approval_policy);
+        take(&mut self.sandbox_policy, &sent.sandbox_policy);
+    }
 }
 
 /// A turn's sandbox (`sandboxPolicy`), as `turn/start` takes it and a thread's reply
@@ -190,6 +226,44 @@ pub(super) const QUICK: std::time::Duration = std::time::Duration::from_secs(10)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_overrides_only_what_it_changes() {
+        let workspace_write = Some(SandboxPolicy::WorkspaceWrite);
+        let mut running = TurnOverrides {
+            model: Some("gpt-a".into()),
+            cwd: Some("/w".into()),
+            approval_policy: Some(ApprovalPolicy::Never),
+            sandbox_policy: workspace_write,
+            ..TurnOverrides::default()
+        };
+        let wanted = TurnOverrides {
+            model: Some("gpt-a".into()),
+            effort: Some("high".into()),
+            cwd: Some("/w/app".into()),
+            approval_policy: Some(ApprovalPolicy::Never),
+            sandbox_policy: Some(SandboxPolicy::ReadOnly),
+        };
+        let sent = wanted.changed_from(&running);
+        assert_eq!(
+            sent,
+            TurnOverrides {
+                effort: Some("high".into()),
+                cwd: Some("/w/app".into()),
+                sandbox_policy: Some(SandboxPolicy::ReadOnly),
+                ..TurnOverrides::default()
+            }
+        );
+        running.apply(&sent);
+        assert_eq!(running, wanted);
+        assert_eq!(wanted.changed_from(&running), TurnOverrides::default());
+        // Nothing known of the thread: everything wanted is sent; nothing wanted, nothing.
+        assert_eq!(wanted.changed_from(&TurnOverrides::default()), wanted);
+        assert_eq!(
+            TurnOverrides::default().changed_from(&running),
+            TurnOverrides::default()
+        );
+    }
 
     #[test]
     fn parses_the_catalog_and_the_limits_as_codex_sends_them() {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::catalog::{Permissions, SandboxPolicy, TurnOverrides};
+use super::catalog::TurnOverrides;
 use serde_json::Value;
 
 /// When Codex asks a person before it acts (`approvalPolicy`).
@@ -61,6 +61,12 @@ pub(crate) struct ThreadResumeParams<'a> {
 pub(crate) struct ThreadReply {
     pub thread: ThreadInfo,
     #[serde(default)]
+    cwd: Value,
+    #[serde(default)]
+    model: Value,
+    #[serde(default)]
+    reasoning_effort: Value,
+    #[serde(default)]
     approval_policy: Value,
     #[serde(default)]
     sandbox: Value,
@@ -71,24 +77,25 @@ pub(crate) struct ThreadReply {
 pub struct OpenedThread {
     pub id: String,
     /// What it runs with, as Codex reports it (a loaded thread keeps its own, whatever a
-    /// resume asked); `None` when Codex reports a policy the gateway has no name for.
-    pub permissions: Option<Permissions>,
+    /// resume asked); a setting Codex names in a way the gateway cannot read is `None`,
+    /// and the next turn says what it should be.
+    pub runs_with: TurnOverrides,
 }
 
 impl From<ThreadReply> for OpenedThread {
     fn from(reply: ThreadReply) -> Self {
-        let permissions = SandboxPolicy::deserialize(&reply.sandbox)
-            .and_then(|sandbox| {
-                let approval_policy = ApprovalPolicy::deserialize(&reply.approval_policy)?;
-                Ok(Permissions {
-                    sandbox,
-                    approval_policy,
-                })
-            })
-            .ok();
+        fn read<T: serde::de::DeserializeOwned>(value: Value) -> Option<T> {
+            serde_json::from_value(value).ok()
+        }
         OpenedThread {
             id: reply.thread.id,
-            permissions,
+            runs_with: TurnOverrides {
+                model: read(reply.model),
+                effort: read(reply.reasoning_effort),
+                cwd: read(reply.cwd),
+                approval_policy: read(reply.approval_policy),
+                sandbox_policy: read(reply.sandbox),
+            },
         }
     }
 }
@@ -586,6 +593,40 @@ pub(crate) fn changed_files(item: &Value) -> Option<Vec<ChangedFile>> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_thread_reply_says_what_the_thread_runs_with() {
+        // thread/start's reply as 0.171.0 sends it (the thread's own fields cut short).
+        let reply = json!({"thread": {"id": "t1", "cwd": "/w", "turns": []},
+            "model": "mock-model", "modelProvider": "mock", "serviceTier": null,
+            "cwd": "/w", "runtimeWorkspaceRoots": ["/w"], "instructionSources": [],
+            "approvalPolicy": "never", "approvalsReviewer": "user",
+            "sandbox": {"type": "workspaceWrite", "writableRoots": [], "networkAccess": false},
+            "activePermissionProfile": null, "reasoningEffort": null});
+        let opened = OpenedThread::from(serde_json::from_value::<ThreadReply>(reply).unwrap());
+        assert_eq!(opened.id, "t1");
+        assert_eq!(
+            opened.runs_with,
+            TurnOverrides {
+                model: Some("mock-model".into()),
+                effort: None,
+                cwd: Some("/w".into()),
+                approval_policy: Some(ApprovalPolicy::Never),
+                sandbox_policy: Some(crate::codex::SandboxPolicy::WorkspaceWrite),
+            }
+        );
+        // A policy the gateway has no name for is unknown, not an error.
+        let odd = json!({"thread": {"id": "t2"}, "approvalPolicy": {"granular": {}},
+            "sandbox": {"type": "externalSandbox"}, "reasoningEffort": "high"});
+        let opened = OpenedThread::from(serde_json::from_value::<ThreadReply>(odd).unwrap());
+        assert_eq!(
+            opened.runs_with,
+            TurnOverrides {
+                effort: Some("high".into()),
+                ..TurnOverrides::default()
+            }
+        );
+    }
 
     #[test]
     fn a_usage_limit_error_is_told_apart() {

@@ -136,20 +136,21 @@ impl Session {
         self.live_server()?.known_rate_limits()
     }
 
-    /// What the chat chose, as the turn's overrides (loaded by `start_turn` first).
+    /// What the chat chose, as the turn's overrides of what its thread runs with
+    /// (loaded by `start_turn` first).
     pub(super) fn overrides(&self) -> TurnOverrides {
         let choices = self.choices.clone().unwrap_or_default();
-        // Codex keeps a turn's override for the thread's later turns (so `/mode default`
-        // must undo one), but applying it costs Codex ~3.5 ms a turn: sent to change only.
-        let wanted = self.permissions();
-        let running = self.live.as_ref().and_then(|live| live.permissions);
-        let change = (running != Some(wanted)).then_some(wanted);
-        TurnOverrides {
+        let permissions = self.permissions();
+        let wanted = TurnOverrides {
             cwd: self.chosen_folder().map(|f| f.display().to_string()),
             model: choices.model,
             effort: choices.effort,
-            approval_policy: change.map(|p| p.approval_policy),
-            sandbox_policy: change.map(|p| p.sandbox),
+            approval_policy: Some(permissions.approval_policy),
+            sandbox_policy: Some(permissions.sandbox),
+        };
+        match &self.live {
+            Some(live) => wanted.changed_from(&live.runs_with),
+            None => wanted,
         }
     }
 

@@ -10,8 +10,8 @@ use tracing::{info, warn};
 
 use crate::chat::{ChatKey, Receipt, Ticket};
 use crate::codex::{
-    AppServer, CodexError, ModelConfig, OpenedThread, Permissions, ThreadEvent, ThreadSettings,
-    TokenUsage, TurnState, UserInput,
+    AppServer, CodexError, ModelConfig, OpenedThread, ThreadEvent, ThreadSettings, TokenUsage,
+    TurnOverrides, TurnState, UserInput,
 };
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
@@ -54,9 +54,8 @@ struct LiveThread {
     cwd: PathBuf,
     /// False until the thread's id is in SQLite (a thread has no rollout before its first turn).
     persisted: bool,
-    /// What the thread runs with, so a turn overrides it only to change it; `None` when
-    /// unknown, and the next turn says what it should be.
-    permissions: Option<Permissions>,
+    /// What the thread runs with, so a turn overrides it only to change it.
+    runs_with: TurnOverrides,
 }
 
 /// What a turn is for.
@@ -161,7 +160,6 @@ impl Session {
         inputs: &[UserInput<'_>],
     ) -> Result<String, CodexError> {
         let overrides = self.overrides();
-        let wanted = self.permissions();
         let live = self
             .live
             .as_mut()
@@ -172,7 +170,7 @@ impl Session {
                     .server
                     .start_turn(&live.thread_id, inputs, &overrides)
                     .await?;
-                live.permissions = Some(wanted);
+                live.runs_with.apply(&overrides);
                 Ok(turn_id)
             }
             TurnRequest::Review => live.server.start_review(&live.thread_id).await,
@@ -434,7 +432,7 @@ impl Session {
                         events,
                         cwd,
                         persisted: true,
-                        permissions: resumed.permissions,
+                        runs_with: resumed.runs_with,
                     });
                     return Ok(());
                 }
@@ -456,7 +454,7 @@ impl Session {
             events,
             cwd,
             persisted: false,
-            permissions: thread.permissions,
+            runs_with: thread.runs_with,
         });
         Ok(())
     }
