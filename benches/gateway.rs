@@ -13,7 +13,10 @@ mod instant;
 mod instant_app_server;
 #[path = "support/outside.rs"]
 mod outside;
+#[path = "support/tap.rs"]
+mod tap;
 
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use codex_gateway::App;
@@ -164,10 +167,15 @@ async fn telegram_delivery() -> Delivery {
     figures
 }
 
-fn main() {
-    // The gateway starts its Codex binary as `<binary> app-server`: here, the instant fake.
+fn main() -> ExitCode {
+    // The gateway starts its Codex binary as `<binary> app-server`: here, the instant
+    // fake, or the tap in front of the real app-server.
     if std::env::args().nth(1).as_deref() == Some("app-server") {
-        return instant_app_server::serve();
+        if std::env::var_os(tap::LOG).is_some() {
+            return tap::serve();
+        }
+        instant_app_server::serve();
+        return ExitCode::SUCCESS;
     }
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -198,6 +206,7 @@ fn main() {
                 long_turn().await;
             }
         });
+    ExitCode::SUCCESS
 }
 
 /// Commands in the long turn, one every [`LONG_STEP`]: ten minutes of work.
