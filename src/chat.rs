@@ -205,39 +205,64 @@ pub enum OutboundKind {
         command: String,
         options: Vec<String>,
     },
-    /// Everything sent before it has been handed to the platform (or given up on): the
-    /// receipt is signed, so the answer is not sent again after a restart.
-    Delivered(Receipt),
+    /// The answer to a message kept in the durable inbox: sent like `Reply`, from its
+    /// ledger's `from_piece`, the ledger told where each piece stands.
+    KeptReply { text: String, ledger: Ledger },
 }
 
-/// Signed by the delivery once what came before it went out; the delivery waits for the
-/// signing to be recorded, so a graceful stop never leaves it unrecorded.
+/// Where a kept answer stands, as its delivery tells it: a restart sends again no piece
+/// the platform took, and does not send by itself a piece that may have arrived. Each
+/// note is recorded before the delivery goes on, so a graceful stop never loses one.
 #[derive(Clone)]
-pub struct Receipt(Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>);
+pub struct Ledger {
+    /// The first piece to send: the ones before it reached the chat before a restart.
+    pub from_piece: usize,
+    note: Arc<dyn Fn(AnswerStep) -> Noted + Send + Sync>,
+}
 
-impl Receipt {
-    pub fn new<F>(on_signed: impl Fn() -> F + Send + Sync + 'static) -> Self
+/// The recording of one [`AnswerStep`].
+type Noted = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// One step of a kept answer's delivery; pieces count from 0, split as the platform's
+/// delivery splits the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerStep {
+    /// This piece is on its way to the platform.
+    Sending(usize),
+    /// It did not get there (an outage): it is tried again.
+    NotSent(usize),
+    /// The platform took the pieces before this one (or refused one for good).
+    Taken(usize),
+    /// Every piece is settled: the message is done.
+    Delivered,
+}
+
+impl Ledger {
+    pub fn new<F>(from_piece: usize, note: impl Fn(AnswerStep) -> F + Send + Sync + 'static) -> Self
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        Self(Arc::new(move || Box::pin(on_signed())))
+        Self {
+            from_piece,
+            note: Arc::new(move |step| Box::pin(note(step))),
+        }
     }
 
-    pub async fn sign(&self) {
-        (self.0)().await
+    pub async fn note(&self, step: AnswerStep) {
+        (self.note)(step).await
     }
 }
 
-impl fmt::Debug for Receipt {
+impl fmt::Debug for Ledger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Receipt")
+        write!(f, "Ledger from piece {}", self.from_piece)
     }
 }
 
-/// Receipts are told apart by identity.
-impl PartialEq for Receipt {
+/// Ledgers are told apart by identity.
+impl PartialEq for Ledger {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.note, &other.note)
     }
 }
 

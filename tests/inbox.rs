@@ -14,6 +14,7 @@ use support::{Gateway, TestEnv};
 
 const LONG_JOB: &str = "run: sleep 30; echo done";
 const CONTINUE_BUTTON: &str = "cmd:continue continue";
+const SEND_AGAIN_BUTTON: &str = "cmd:last send again";
 
 /// Texts Alice's chat shows exactly equal to `text`.
 fn count(tg: &FakeTelegram, text: &str) -> usize {
@@ -91,52 +92,6 @@ async fn a_restart_runs_queued_messages_once_and_offers_to_continue_the_cut_turn
     assert_eq!(turns_asked(&env, "after the restart"), 1);
 }
 
-/// SIGKILL of the gateway at each point of a message's life: waiting behind a turn,
-/// its turn running, answered. After the restart nothing is lost and nothing repeated.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_gateway_loses_no_message_and_repeats_none() {
-    let env = TestEnv::new().await;
-    let tg = FakeTelegram::start().await;
-    let port = support::free_port();
-    let envs = telegram_env(&tg, port);
-
-    // Answered, then killed: the answer is not sent again.
-    let gateway = run_healthy(&env, &envs, port).await;
-    tg.dm(ALICE, "answered before the kill");
-    tg.wait_for_text(ALICE, |t| t == "Echo: answered before the kill")
-        .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    crash(gateway);
-
-    // Killed while one turn runs and a message waits behind it.
-    let gateway = run_healthy(&env, &envs, port).await;
-    long_turn_and_queued(&tg, "waiting at the kill").await;
-    crash(gateway);
-
-    let gateway = run_healthy(&env, &envs, port).await;
-    continue_offer(
-        &tg,
-        "The gateway went away while Codex worked on this message",
-    )
-    .await;
-    tg.wait_for_text(ALICE, |t| t == "Echo: waiting at the kill")
-        .await;
-    tg.dm(ALICE, "anything else?");
-    tg.wait_for_text(ALICE, |t| t == "Echo: anything else?")
-        .await;
-    crash(gateway);
-
-    assert_eq!(count(&tg, "Echo: answered before the kill"), 1);
-    assert_eq!(turns_asked(&env, "answered before the kill"), 1);
-    assert_eq!(turns_asked(&env, LONG_JOB), 1, "the cut turn ran again");
-    assert_eq!(count(&tg, "Echo: waiting at the kill"), 1);
-    let cut = tg.texts(ALICE);
-    let cut = cut
-        .iter()
-        .filter(|(_, t)| t.starts_with("The gateway went away"));
-    assert_eq!(cut.count(), 1, "the cut turn is told once");
-}
-
 /// On Discord too: a message queued behind a turn at a restart runs once afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discord_message_queued_at_a_restart_runs_once_afterwards() {
@@ -192,54 +147,147 @@ async fn a_discord_message_queued_at_a_restart_runs_once_afterwards() {
     assert_eq!(turns_asked(&env, LONG_JOB), 1, "the cut turn ran again");
 }
 
-/// SIGKILL while the platform is down and the answer waits to be sent: the answer is
-/// sent at the next start, once, not lost and not repeated.
+/// Where in a message's life the gateway is killed (SIGKILL, as a crash or the OOM killer
+/// does it).
+#[derive(Debug, Clone, Copy)]
+enum KillPoint {
+    /// Accepted, and waiting behind a running turn.
+    Waiting,
+    /// Its turn running: the model asked, a command under way.
+    TurnRunning,
+    /// Its turn finished; Telegram answers 502 and the answer waits out the outage.
+    AnswerWaiting,
+    /// The answer sent, Telegram's reply to the send still on its way.
+    AnswerInFlight,
+    /// The answer taken by Telegram.
+    AnswerTaken,
+}
+
+/// The message each point kills the gateway over, and its answer.
+fn message_at(point: KillPoint) -> (&'static str, &'static str) {
+    match point {
+        KillPoint::Waiting => ("waiting at the kill", "Echo: waiting at the kill"),
+        KillPoint::TurnRunning => (LONG_JOB, ""),
+        KillPoint::AnswerWaiting => ("kept from the chat", "Echo: kept from the chat"),
+        KillPoint::AnswerInFlight => ("answer in flight", "Echo: answer in flight"),
+        KillPoint::AnswerTaken => ("answered before the kill", "Echo: answered before the kill"),
+    }
+}
+
+/// Runs the gateway until its message reaches `point`.
+async fn drive_to(point: KillPoint, tg: &FakeTelegram) {
+    let (text, answer) = message_at(point);
+    match point {
+        KillPoint::Waiting => long_turn_and_queued(tg, text).await,
+        KillPoint::TurnRunning => {
+            tg.dm(ALICE, text);
+            tg.wait_for_text(ALICE, |t| t.contains("running: sleep 30"))
+                .await;
+        }
+        KillPoint::AnswerWaiting => {
+            for _ in 0..50 {
+                tg.fail_next("sendMessage+html", Fault::server(502, "html"));
+            }
+            tg.dm(ALICE, text);
+            // Four tries (1, 2, 4 s apart) fail; the answer then waits 5 s for the next.
+            tg.wait_for_calls("sendMessage", 4, |body| body["text"] == answer)
+                .await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            assert_eq!(count(tg, answer), 0, "the outage let the answer through");
+        }
+        KillPoint::AnswerInFlight => {
+            tg.hold_answer("sendMessage", answer, Duration::from_secs(60));
+            tg.dm(ALICE, text);
+            tg.wait_for_text(ALICE, |t| t == answer).await;
+        }
+        KillPoint::AnswerTaken => {
+            tg.dm(ALICE, text);
+            tg.wait_for_text(ALICE, |t| t == answer).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+/// SIGKILL at each point of a message's life, then a start: nothing is lost, nothing
+/// runs twice, no answer is sent twice by itself. A turn the kill cut is offered a
+/// Continue button; an answer that was on its way, a button to send it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_answer_a_crash_kept_from_the_chat_is_sent_at_the_next_start_once() {
-    let env = TestEnv::new().await;
-    let tg = FakeTelegram::start().await;
-    let port = support::free_port();
-    let envs = telegram_env(&tg, port);
-    let answer = "Echo: kept from the chat";
-    let tries = |tg: &FakeTelegram| {
-        let calls = tg.calls("sendMessage");
-        calls.iter().filter(|c| c.body["text"] == answer).count()
+async fn a_killed_gateway_loses_no_message_and_repeats_none() {
+    use KillPoint::*;
+    for point in [
+        Waiting,
+        TurnRunning,
+        AnswerWaiting,
+        AnswerInFlight,
+        AnswerTaken,
+    ] {
+        let env = TestEnv::new().await;
+        let tg = FakeTelegram::start().await;
+        let port = support::free_port();
+        let envs = telegram_env(&tg, port);
+        let gateway = run_healthy(&env, &envs, port).await;
+        drive_to(point, &tg).await;
+        crash(gateway);
+        tg.clear_faults();
+
+        let gateway = run_healthy(&env, &envs, port).await;
+        let (text, answer) = message_at(point);
+        match point {
+            Waiting => {
+                continue_offer(&tg, "The gateway went away while Codex worked").await;
+                tg.wait_for_text(ALICE, |t| t == answer).await;
+            }
+            TurnRunning => {
+                continue_offer(&tg, "The gateway went away while Codex worked").await;
+            }
+            AnswerWaiting => {
+                tg.wait_for_text(ALICE, |t| t == answer).await;
+            }
+            AnswerInFlight => {
+                let offer = last_offer(&tg).await;
+                assert_eq!(count(&tg, answer), 1, "{point:?}: sent again by itself");
+                tg.press(ALICE, ALICE, offer, SEND_AGAIN_BUTTON);
+                let deadline = std::time::Instant::now() + support::ANSWER_TIMEOUT;
+                while count(&tg, answer) < 2 {
+                    assert!(std::time::Instant::now() < deadline, "not sent on request");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            AnswerTaken => {}
+        }
+        tg.dm(ALICE, "anything else?");
+        tg.wait_for_text(ALICE, |t| t == "Echo: anything else?")
+            .await;
+        crash(gateway);
+
+        assert_eq!(turns_asked(&env, text), 1, "{point:?}: the turn ran again");
+        let shown = match point {
+            TurnRunning => 0,
+            AnswerInFlight => 2, // the second on request
+            _ => 1,
+        };
+        if !answer.is_empty() {
+            assert_eq!(count(&tg, answer), shown, "{point:?}: answer shown");
+        }
+        let texts = tg.texts(ALICE);
+        let told = |start: &str| texts.iter().filter(|(_, t)| t.starts_with(start)).count();
+        let cut = told("The gateway went away while Codex worked");
+        let cut_expected = usize::from(matches!(point, Waiting | TurnRunning));
+        assert_eq!(cut, cut_expected, "{point:?}: cut-short notices");
+        let maybe = told("The gateway went away while it was sending");
+        let maybe_expected = usize::from(matches!(point, AnswerInFlight));
+        assert_eq!(maybe, maybe_expected, "{point:?}: may-have-arrived notices");
+    }
+}
+
+/// The notice that an answer may not have arrived, with its button; its id.
+async fn last_offer(tg: &FakeTelegram) -> i64 {
+    let start = "The gateway went away while it was sending";
+    let offered = |body: &Value| {
+        let text = body["text"].as_str().unwrap_or_default();
+        text.starts_with(start) && body["reply_markup"].to_string().contains(SEND_AGAIN_BUTTON)
     };
-
-    let gateway = run_healthy(&env, &envs, port).await;
-    for _ in 0..50 {
-        tg.fail_next("sendMessage+html", Fault::server(502, "html"));
-    }
-    tg.dm(ALICE, "kept from the chat");
-    let deadline = std::time::Instant::now() + support::ANSWER_TIMEOUT;
-    while tries(&tg) < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the answer was never tried"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    crash(gateway);
-    tg.clear_faults();
-    assert_eq!(count(&tg, answer), 0, "the outage let the answer through");
-
-    let gateway = run_healthy(&env, &envs, port).await;
-    tg.wait_for_text(ALICE, |t| t == answer).await;
-    crash(gateway);
-    let gateway = run_healthy(&env, &envs, port).await;
-    tg.dm(ALICE, "and after that?");
-    tg.wait_for_text(ALICE, |t| t == "Echo: and after that?")
-        .await;
-    crash(gateway);
-    assert_eq!(count(&tg, answer), 1);
-    assert_eq!(
-        turns_asked(&env, "kept from the chat"),
-        1,
-        "the turn ran again"
-    );
-    let cut = tg.texts(ALICE);
-    assert!(
-        !cut.iter()
-            .any(|(_, t)| t.starts_with("The gateway went away"))
-    );
+    tg.wait_for_call("sendMessage", offered).await;
+    let (id, _) = tg.wait_for_text(ALICE, |t| t.starts_with(start)).await;
+    id
 }

@@ -3,7 +3,9 @@
 //! allowlist and the chat's actor like any message.
 
 /// Commands whose listings offer their options as buttons.
-const COMMANDS: &[&str] = &["model", "effort", "get", "continue", "answer", "mode"];
+const COMMANDS: &[&str] = &[
+    "model", "effort", "get", "continue", "last", "answer", "mode",
+];
 const PREFIX: &str = "cmd:";
 /// Telegram's limit for callback data (Discord allows 100).
 const MAX_DATA_BYTES: usize = 64;

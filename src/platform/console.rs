@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 use tracing::warn;
 
 use super::texts;
-use crate::chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
+use crate::chat::{AnswerStep, ChatKey, Inbound, Outbound, OutboundKind, Platform};
 use crate::router::Router;
 
 /// Feeds `input` line by line into the chat `name` and prints what comes back. At end of
@@ -88,12 +88,14 @@ async fn print_answers(
                     bytes.len()
                 )
             }
-            // The console prints whole replies and its progress as lines, not a status
-            // message; it cannot approve (can_approve is false).
-            OutboundKind::Delivered(receipt) => {
-                receipt.sign().await;
+            OutboundKind::KeptReply { text, ledger } => {
+                output.write_all(format!("{text}\n").as_bytes()).await?;
+                output.flush().await?;
+                ledger.note(AnswerStep::Delivered).await;
                 continue;
             }
+            // The console prints whole replies and its progress as lines, not a status
+            // message; it cannot approve (can_approve is false).
             OutboundKind::Status(_)
             | OutboundKind::Working(_)
             | OutboundKind::TurnEnded { .. }

@@ -36,6 +36,7 @@ pub enum Command {
     Verbose,
     Quiet,
     Diff,
+    Last,
     /// What to tell Codex in the chat's thread; empty says "continue".
     Continue(String),
     /// `read-only`, `auto`, `full` or `default`; empty shows the chat's mode.
@@ -287,6 +288,15 @@ pub const COMMANDS: &[CommandSpec] = &[
         "send the unified diff of the files Codex changed in the last turn",
         |_| Ok(Command::Diff),
     ),
+    CommandSpec {
+        during_turn: true,
+        ..plain(
+            "last",
+            "Send Codex's last answer again",
+            "send Codex's last answer in this chat again",
+            |_| Ok(Command::Last),
+        )
+    },
     CommandSpec {
         argument: Some(Argument {
             name: "text",
@@ -572,6 +582,8 @@ mod tests {
             ("/verbose", Command::Verbose),
             ("/quiet", Command::Quiet),
             ("/diff", Command::Diff),
+            ("/last", Command::Last),
+            ("/last send again", Command::Last),
             ("/continue", Command::Continue(String::new())),
             ("/continue go on", Command::Continue("go on".into())),
             ("/login", Command::Login),
@@ -666,6 +678,7 @@ mod tests {
         let expected = [
             "stop",
             "status",
+            "last",
             "answer",
             "every",
             "at",

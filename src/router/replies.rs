@@ -73,6 +73,17 @@ impl Replies<'_> {
         });
     }
 
+    /// `text` with a button that sends `/last`, for an answer that may not have arrived.
+    pub(super) fn offer_last(&self, text: &str) {
+        let slot = self.slot.lock().expect("lock").take();
+        self.send(OutboundKind::Choices {
+            slot,
+            text: text.to_owned(),
+            command: "last".into(),
+            options: vec![super::texts::SEND_AGAIN.into()],
+        });
+    }
+
     /// `text` with a Continue button (`/continue`), for a turn that was cut off.
     pub(super) fn offer_continue(&self, text: &str) {
         let slot = self.slot.lock().expect("lock").take();

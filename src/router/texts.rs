@@ -245,6 +245,21 @@ pub const NO_DIFF: &str =
 pub const DIFF_UNREADABLE: &str = "The gateway's database failed, so the last diff could not \
     be read. Try again.";
 
+/// `/last` in a chat Codex has not answered yet.
+pub const NO_LAST_ANSWER: &str = "Codex has not answered in this chat yet.";
+
+/// `/last` when the database could not be read.
+pub const LAST_ANSWER_UNREADABLE: &str = "The gateway's database failed, so the last answer \
+    could not be read. Try again.";
+
+/// The gateway went away while an answer was on its way to the chat.
+pub const ANSWER_MAY_HAVE_ARRIVED: &str = "The gateway went away while it was sending \
+    Codex's answer to this message, so it may not have arrived in full. It is not sent again \
+    by itself (it may be here already): press below (or send /last) to have it sent again.";
+
+/// The button under [`ANSWER_MAY_HAVE_ARRIVED`] (it sends `/last`).
+pub const SEND_AGAIN: &str = "send again";
+
 /// A timeout's notice for a turn that ran past `[codex] max_turn_secs`.
 pub fn turn_capped(limit: Duration) -> String {
     format!(

@@ -8,14 +8,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::chat::{ChatKey, Receipt, Ticket};
+use crate::chat::{AnswerStep, ChatKey, Ledger, Ticket};
 use crate::codex::{
     AppServer, CodexError, ModelConfig, OpenedThread, ThreadEvent, ThreadSettings, TokenUsage,
     TurnOverrides, TurnState, UserInput,
 };
 use crate::config::WorkspaceMode;
 use crate::hygiene::CompactionOutcome;
-use crate::store::{RetireReason, Role, StoreError, TurnRecord, Usage};
+use crate::store::{KeptAnswer, RetireReason, Role, StoreError, TurnRecord, Usage};
 
 mod attachments;
 mod choices;
@@ -246,22 +246,44 @@ impl Session {
         }
     }
 
-    /// The answer a crash kept from the chat, if one is waiting.
-    pub async fn undelivered_answer(&self, ticket: Ticket) -> Result<Option<String>, StoreError> {
+    /// The answer a crash kept from the chat (in whole or in part), if one is waiting.
+    pub async fn undelivered_answer(
+        &self,
+        ticket: Ticket,
+    ) -> Result<Option<KeptAnswer>, StoreError> {
         self.ctx.store.undelivered_answer(ticket.id).await
     }
 
-    /// A receipt whose signing marks the message done (its answer delivered).
-    pub fn receipt(&self, ticket: Ticket) -> Receipt {
+    /// The ledger of the message's kept answer: each piece's progress goes to its inbox
+    /// row, and the last note marks the message done.
+    pub fn ledger(&self, ticket: Ticket, from_piece: usize) -> Ledger {
         let (store, chat) = (self.ctx.store.clone(), self.chat.clone());
-        Receipt::new(move || {
-            let (store, chat) = (store.clone(), chat.clone());
+        Ledger::new(from_piece, move |step| {
+            let (store, chat, id) = (store.clone(), chat.clone(), ticket.id);
             async move {
-                if let Err(error) = store.inbox_done(ticket.id).await {
-                    warn!(chat = %chat, id = ticket.id, %error, "could not mark a delivered message done");
+                let noted = match step {
+                    AnswerStep::Sending(_) => store.inbox_answer_sending(id, true).await,
+                    AnswerStep::NotSent(_) => store.inbox_answer_sending(id, false).await,
+                    AnswerStep::Taken(pieces) => store.inbox_answer_taken(id, pieces as i64).await,
+                    AnswerStep::Delivered => store.inbox_done(id).await,
+                };
+                if let Err(error) = noted {
+                    warn!(chat = %chat, id, ?step, %error, "could not note how an answer's delivery stands");
                 }
             }
         })
+    }
+
+    /// Codex's newest answer in the chat (`/last`).
+    pub async fn last_answer(&self) -> Result<Option<String>, StoreError> {
+        self.ctx.store.last_answer(&self.chat).await
+    }
+
+    /// Makes `answer`, which may have reached the chat, what `/last` sends.
+    pub async fn keep_last_answer(&self, answer: &str) {
+        if let Err(error) = self.ctx.store.keep_last_answer(&self.chat, answer).await {
+            warn!(chat = %self.chat, %error, "could not keep the last answer for /last");
+        }
     }
 
     /// The inbox message's turn goes on on its worker while the gateway is away.

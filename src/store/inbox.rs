@@ -33,6 +33,16 @@ pub struct Unfinished {
     pub handed_over: bool,
 }
 
+/// A final answer the platform had not taken in whole when the gateway went away.
+#[derive(Debug, PartialEq, Eq, sqlx::FromRow)]
+pub struct KeptAnswer {
+    pub text: String,
+    /// The pieces the platform took (split as its delivery splits it).
+    pub pieces_taken: i64,
+    /// The piece after those was on its way: it may have arrived.
+    pub sending: bool,
+}
+
 impl Store {
     /// Stores `accepted`, then, when given, where the platform's stream continues. Returns
     /// each message's inbox id; `None` for one already known (a duplicate: not to be
@@ -130,8 +140,32 @@ impl Store {
 
     /// Keeps the final answer of the message's turn until the platform has taken it.
     pub async fn inbox_answer(&self, id: i64, answer: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET answer = ? WHERE id = ?")
-            .bind(answer)
+        sqlx::query(
+            "UPDATE inbox SET answer = ?, answer_pieces_taken = 0, answer_sending = 0
+             WHERE id = ?",
+        )
+        .bind(answer)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A piece of the kept answer is on its way to the platform (`true`), or did not get
+    /// there and will be tried again (`false`).
+    pub async fn inbox_answer_sending(&self, id: i64, sending: bool) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET answer_sending = ? WHERE id = ?")
+            .bind(sending)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The platform has taken (or refused for good) the kept answer's first `pieces`.
+    pub async fn inbox_answer_taken(&self, id: i64, pieces: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE inbox SET answer_pieces_taken = ?, answer_sending = 0 WHERE id = ?")
+            .bind(pieces)
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -139,14 +173,17 @@ impl Store {
     }
 
     /// The final answer kept for a message that is not done: not yet taken by the
-    /// platform when the gateway went away.
-    pub async fn undelivered_answer(&self, id: i64) -> Result<Option<String>, StoreError> {
-        let answer =
-            sqlx::query_scalar("SELECT answer FROM inbox WHERE id = ? AND state != 'done'")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(answer.flatten())
+    /// platform, in whole or in part, when the gateway went away.
+    pub async fn undelivered_answer(&self, id: i64) -> Result<Option<KeptAnswer>, StoreError> {
+        let answer = sqlx::query_as(
+            "SELECT answer AS text, answer_pieces_taken AS pieces_taken,
+                    answer_sending = 1 AS sending
+             FROM inbox WHERE id = ? AND state != 'done' AND answer IS NOT NULL",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(answer)
     }
 
     /// The turn a message's handling left running on its worker, if it did.
@@ -250,5 +287,46 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[tokio::test]
+    async fn a_kept_answer_says_how_far_it_got() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("gateway.db")).await.unwrap();
+        let message = Accepted {
+            key: "1".into(),
+            payload: "{}",
+        };
+        let ids = store.accept(Platform::Telegram, &[message], Some(2)).await;
+        let id = ids.unwrap()[0].unwrap();
+        assert_eq!(store.undelivered_answer(id).await.unwrap(), None);
+        store.inbox_answer(id, "long answer").await.unwrap();
+        let kept = |pieces_taken, sending| KeptAnswer {
+            text: "long answer".into(),
+            pieces_taken,
+            sending,
+        };
+        assert_eq!(
+            store.undelivered_answer(id).await.unwrap(),
+            Some(kept(0, false))
+        );
+        store.inbox_answer_sending(id, true).await.unwrap();
+        assert_eq!(
+            store.undelivered_answer(id).await.unwrap(),
+            Some(kept(0, true))
+        );
+        store.inbox_answer_taken(id, 1).await.unwrap();
+        assert_eq!(
+            store.undelivered_answer(id).await.unwrap(),
+            Some(kept(1, false))
+        );
+        store.inbox_answer_sending(id, true).await.unwrap();
+        store.inbox_answer_sending(id, false).await.unwrap();
+        assert_eq!(
+            store.undelivered_answer(id).await.unwrap(),
+            Some(kept(1, false))
+        );
+        store.inbox_done(id).await.unwrap();
+        assert_eq!(store.undelivered_answer(id).await.unwrap(), None);
     }
 }

@@ -24,7 +24,7 @@ mod transcript;
 mod turns;
 
 pub use choices::{ChatChoices, Choice};
-pub use inbox::{Accepted, Unfinished};
+pub use inbox::{Accepted, KeptAnswer, Unfinished};
 pub use jobs::{Job, NewJob};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
 
@@ -786,6 +786,43 @@ mod tests {
             all.iter()
                 .all(|(_, text)| text != "old question" && text != "other chat")
         );
+    }
+
+    #[tokio::test]
+    async fn the_last_answer_is_the_newest_reply_and_one_a_crash_kept_is_added() {
+        let (_dir, store) = fresh().await;
+        let a = key("a");
+        assert_eq!(store.last_answer(&a).await.unwrap(), None);
+        store
+            .set_thread(&a, "local", "/w", "t1", None)
+            .await
+            .unwrap();
+        let said = [(Role::User, "q"), (Role::Assistant, "first reply")];
+        store.append_transcript(&a, "t1", &said).await.unwrap();
+        store
+            .append_transcript(&a, "t1", &[(Role::User, "q2")])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.last_answer(&a).await.unwrap().as_deref(),
+            Some("first reply")
+        );
+        // Shown with a marker, the recorded reply is already the last answer.
+        store
+            .keep_last_answer(&a, "first reply\n\n(stopped)")
+            .await
+            .unwrap();
+        assert_eq!(
+            store.last_answer(&a).await.unwrap().as_deref(),
+            Some("first reply")
+        );
+        // A turn the crash kept from being recorded: its answer becomes the last.
+        store.keep_last_answer(&a, "second reply").await.unwrap();
+        assert_eq!(
+            store.last_answer(&a).await.unwrap().as_deref(),
+            Some("second reply")
+        );
+        assert_eq!(store.last_answer(&key("b")).await.unwrap(), None);
     }
 
     #[tokio::test]

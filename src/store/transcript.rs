@@ -24,6 +24,40 @@ impl Store {
         insert_lines(&mut connection, &lines, now()).await
     }
 
+    /// Codex's newest answer in the chat (`/last`).
+    pub async fn last_answer(&self, chat: &ChatKey) -> Result<Option<String>, StoreError> {
+        let answer = sqlx::query_scalar(
+            "SELECT text FROM transcript WHERE chat_key = ? AND role = ?
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(chat.to_string())
+        .bind(Role::Assistant.name())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(answer)
+    }
+
+    /// Makes `answer` (as it was shown: the reply, perhaps headed or marked) the chat's
+    /// last answer, unless the newest one is already its reply: a crash can stop the
+    /// gateway between sending an answer and recording its turn.
+    pub async fn keep_last_answer(&self, chat: &ChatKey, answer: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO transcript (chat_key, thread_id, role, text, at)
+             SELECT chat_key, thread_id, ?2, ?3, ?4 FROM chats
+             WHERE chat_key = ?1 AND thread_id IS NOT NULL AND NOT EXISTS (
+                 SELECT 1 FROM transcript WHERE id = (
+                     SELECT MAX(id) FROM transcript WHERE chat_key = ?1 AND role = ?2)
+                 AND instr(?3, text) > 0)",
+        )
+        .bind(chat.to_string())
+        .bind(Role::Assistant.name())
+        .bind(answer)
+        .bind(now())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// The last `limit` transcript entries of the chat's current conversation
     /// (everything since its last `/new`), oldest first.
     #[instrument(skip_all, fields(chat = %chat))]

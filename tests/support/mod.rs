@@ -24,7 +24,7 @@ pub use model::{Brain, FakeModel, ModelRequest, Reply, default_brain};
 #[rustfmt::skip]
 pub const COMMAND_MENU: &[&str] = &[
     "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads",
-    "resume", "review", "get", "steer", "queue", "verbose", "quiet", "diff", "continue",
+    "resume", "review", "get", "steer", "queue", "verbose", "quiet", "diff", "last", "continue",
     "mode", "fork", "undo", "name", "answer", "every", "at", "jobs", "unschedule", "login",
     "logout", "help",
 ];

@@ -67,6 +67,9 @@ struct Inner {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
     /// Error answers to give, once each, to the next call of a method.
     faults: Mutex<Vec<(String, Fault)>>,
+    /// Calls (method, text they carry) taken at once but answered this much later, once
+    /// each: a response still on its way.
+    holds: Mutex<Vec<(String, String, Duration)>>,
     next_update: AtomicI64,
     next_message: AtomicI64,
     news: Notify,
@@ -300,6 +303,13 @@ impl FakeTelegram {
             .lock()
             .unwrap()
             .push((method.to_ascii_lowercase(), fault));
+    }
+
+    /// The next `method` call whose text contains `text` is carried out at once (a
+    /// message is sent) but answered only after `delay`, as a slow network does.
+    pub fn hold_answer(&self, method: &str, text: &str, delay: Duration) {
+        let hold = (method.to_ascii_lowercase(), text.to_owned(), delay);
+        self.inner.holds.lock().unwrap().push(hold);
     }
 
     /// The outage is over: faults not yet given are dropped.
@@ -618,6 +628,17 @@ async fn handle(
         }
         _ => json!(true),
     };
+    let held = {
+        let mut holds = inner.holds.lock().unwrap();
+        let text = body["text"].as_str().unwrap_or_default();
+        let hit = holds
+            .iter()
+            .position(|(m, needle, _)| *m == method && text.contains(needle.as_str()));
+        hit.map(|index| holds.remove(index).2)
+    };
+    if let Some(delay) = held {
+        tokio::time::sleep(delay).await;
+    }
     axum::Json(json!({"ok": true, "result": result})).into_response()
 }
 

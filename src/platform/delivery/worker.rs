@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tracing::{debug, error, warn};
 
 use super::{Job, Latest, Pace, Sink};
-use crate::chat::OutboundKind;
+use crate::chat::{AnswerStep, Ledger, OutboundKind};
 use crate::platform::approvals::ApprovalCard;
 use crate::platform::choices;
 use crate::platform::retry::Unsent;
@@ -107,8 +107,10 @@ impl<S: Sink> Worker<S> {
         match event {
             OutboundKind::Working(working) => self.typing = working,
             OutboundKind::Status(text) => self.stream_text(text),
-            OutboundKind::Reply(text) => self.send_answer(&text).await,
-            OutboundKind::Delivered(receipt) => receipt.sign().await,
+            OutboundKind::Reply(text) => self.send_answer(&text, None).await,
+            OutboundKind::KeptReply { text, ledger } => {
+                self.send_answer(&text, Some(&ledger)).await
+            }
             OutboundKind::TurnEnded { summary } => {
                 self.trouble = None; // the next turn's trouble is news again
                 self.end_stream(&summary).await
@@ -198,14 +200,34 @@ impl<S: Sink> Worker<S> {
     }
 
     /// The answer: always new messages, so the phone notifies; a held status is
-    /// dropped (a quick turn is its answer alone), a shown one stays for its summary.
-    async fn send_answer(&mut self, text: &str) {
+    /// dropped (a quick turn is its answer alone), a shown one stays for its summary. A
+    /// kept answer starts where its ledger says and tells it how each piece fares.
+    async fn send_answer(&mut self, text: &str, ledger: Option<&Ledger>) {
         if matches!(self.stream, Some(Stream::Held { .. })) {
             self.stream = None;
         }
-        for piece in render::split(text, S::LIMIT, S::units) {
-            let _ = patiently(|| self.sink.send_reply(&piece)).await;
+        let note = |step| async move {
+            if let Some(ledger) = ledger {
+                ledger.note(step).await;
+            }
+        };
+        let pieces = render::split(text, S::LIMIT, S::units);
+        let from = ledger.map_or(0, |ledger| ledger.from_piece);
+        for (index, piece) in pieces.iter().enumerate().skip(from) {
+            let _ = patiently(|| async {
+                note(AnswerStep::Sending(index)).await;
+                let sent = self.sink.send_reply(piece).await;
+                if sent == Err(Unsent::Unreachable) {
+                    note(AnswerStep::NotSent(index)).await;
+                }
+                sent
+            })
+            .await;
+            if index + 1 < pieces.len() {
+                note(AnswerStep::Taken(index + 1)).await;
+            }
         }
+        note(AnswerStep::Delivered).await;
     }
 
     /// The turn is over: a shown status becomes its summary line, a held one is dropped,
@@ -272,7 +294,7 @@ fn preview<S: Sink>(text: &str, suffix: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     use super::*;
 
@@ -307,5 +329,108 @@ mod tests {
         let (outcome, tries, took) = run(&[Unsent::Unreachable; 100]).await;
         assert_eq!(outcome, Err(Unsent::Unreachable));
         assert_eq!((tries, took), (18, secs(75 + 13 * 60)));
+    }
+
+    /// A chat that takes replies of at most 10 bytes and answers each send as `outcomes`
+    /// says, in order (then takes them); what it took is kept.
+    struct ScriptedChat {
+        outcomes: Mutex<Vec<Unsent>>,
+        taken: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Sink for ScriptedChat {
+        type MessageId = ();
+        const LIMIT: usize = 10;
+        const TYPING_RENEWAL: Duration = Duration::from_secs(5);
+
+        fn units(text: &str) -> usize {
+            text.len()
+        }
+
+        async fn send(&self, _text: &str) -> Result<(), Unsent> {
+            Ok(())
+        }
+
+        async fn send_reply(&self, markdown: &str) -> Result<(), Unsent> {
+            let mut outcomes = self.outcomes.lock().unwrap();
+            if !outcomes.is_empty() {
+                return Err(outcomes.remove(0));
+            }
+            self.taken.lock().unwrap().push(markdown.to_owned());
+            Ok(())
+        }
+
+        async fn edit(&self, _id: (), _text: &str) -> Result<(), Unsent> {
+            Ok(())
+        }
+
+        async fn edit_reply(&self, _id: (), _markdown: &str) -> Result<(), Unsent> {
+            Ok(())
+        }
+
+        async fn typing(&self) {}
+
+        async fn ask(&self, _card: &ApprovalCard, _prompt: &crate::chat::ApprovalPrompt) {}
+    }
+
+    /// A kept answer's pieces as the chat took them, and the steps its ledger was told.
+    async fn deliver_kept(
+        text: &str,
+        from_piece: usize,
+        outcomes: Vec<Unsent>,
+    ) -> (Vec<String>, Vec<AnswerStep>) {
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let chat = ScriptedChat {
+            outcomes: Mutex::new(outcomes),
+            taken: taken.clone(),
+        };
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let noted = steps.clone();
+        let ledger = Ledger::new(from_piece, move |step| {
+            noted.lock().unwrap().push(step);
+            std::future::ready(())
+        });
+        let mut worker = Worker::new(chat, Pace::from_millis(1000, 1000), Latest::default());
+        worker.send_answer(text, Some(&ledger)).await;
+        let taken = taken.lock().unwrap().clone();
+        let steps = steps.lock().unwrap().clone();
+        (taken, steps)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_kept_answer_tells_its_ledger_each_piece_and_resumes_where_it_stood() {
+        use AnswerStep::*;
+        let text = "aaaa bbbb\ncccc dddd\neeee";
+        let (taken, steps) = deliver_kept(text, 0, vec![]).await;
+        assert_eq!(taken, ["aaaa bbbb", "cccc dddd", "eeee"]);
+        let whole = [
+            Sending(0),
+            Taken(1),
+            Sending(1),
+            Taken(2),
+            Sending(2),
+            Delivered,
+        ];
+        assert_eq!(steps, whole);
+
+        // After a restart that found two pieces taken: only the third goes out.
+        let (taken, steps) = deliver_kept(text, 2, vec![]).await;
+        assert_eq!(taken, ["eeee"]);
+        assert_eq!(steps, [Sending(2), Delivered]);
+
+        // An outage: the piece is noted as not sent (a restart sends it), then tried again;
+        // a refusal settles it (nothing to send again).
+        let outcomes = vec![Unsent::Unreachable, Unsent::Refused];
+        let (taken, steps) = deliver_kept(text, 1, outcomes).await;
+        assert_eq!(taken, ["eeee"]);
+        let expected = [
+            Sending(1),
+            NotSent(1),
+            Sending(1),
+            Taken(2),
+            Sending(2),
+            Delivered,
+        ];
+        assert_eq!(steps, expected);
     }
 }

@@ -1,11 +1,13 @@
-//! Files out of Codex: `/get` sends one from the chat's folder, and a turn's reply that
-//! names files Codex wrote in that turn offers them.
+//! What a turn left, sent on request: `/get` sends a file from the chat's folder (and a
+//! turn's reply that names files Codex wrote in that turn offers them), `/diff` the last
+//! turn's changes, `/last` Codex's last answer.
 
 use std::path::Path;
 
 use tracing::{info, warn};
 
 use super::Actor;
+use crate::chat::OutboundKind;
 use crate::router::replies::Replies;
 use crate::router::texts;
 
@@ -37,6 +39,18 @@ impl Actor {
             return;
         }
         replies.choices(texts::files_offered(&offered), "get", offered);
+    }
+
+    /// `/last`: Codex's newest answer in the chat, sent again.
+    pub(super) async fn send_last_answer(&self, replies: &Replies<'_>) {
+        match self.session.last_answer().await {
+            Ok(Some(answer)) => replies.send(OutboundKind::Reply(answer)),
+            Ok(None) => replies.notice(texts::NO_LAST_ANSWER),
+            Err(error) => {
+                warn!(chat = %self.chat, %error, "could not read the last answer");
+                replies.notice(texts::LAST_ANSWER_UNREADABLE);
+            }
+        }
     }
 
     /// `/diff`: the last turn's changes as a `.diff` file.

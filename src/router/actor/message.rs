@@ -3,7 +3,7 @@
 use tracing::{error, info, warn};
 
 use super::Actor;
-use crate::chat::{Inbound, OutboundKind};
+use crate::chat::{Inbound, OutboundKind, Ticket};
 use crate::codex::TurnStatus;
 use crate::router::command::{self, Input};
 use crate::router::replies::Replies;
@@ -158,17 +158,29 @@ impl Actor {
     }
 
     /// Sends a turn's answer. A message from the durable inbox keeps it there until the
-    /// platform has taken it (the receipt after it marks the message done), so a crash
-    /// before that sends it at the next start instead of losing it.
+    /// platform has taken it (its ledger, told piece by piece, marks the message done),
+    /// so a crash before that sends it at the next start instead of losing it.
     pub(super) async fn deliver_answer(&mut self, replies: &Replies<'_>, answer: String) {
         let answer = self.headed_answer(answer);
         let Some(ticket) = self.serving else {
             return replies.send(OutboundKind::Reply(answer));
         };
         self.session.inbox_answer(ticket, &answer).await;
-        replies.send(OutboundKind::Reply(answer));
-        replies.send(OutboundKind::Delivered(self.session.receipt(ticket)));
-        self.receipt_out = true;
+        self.send_kept(replies, ticket, answer, 0);
+    }
+
+    /// Sends a kept answer from piece `from_piece` on; its delivery marks the message
+    /// done.
+    pub(super) fn send_kept(
+        &mut self,
+        replies: &Replies<'_>,
+        ticket: Ticket,
+        text: String,
+        from_piece: usize,
+    ) {
+        let ledger = self.session.ledger(ticket, from_piece);
+        replies.send(OutboundKind::KeptReply { text, ledger });
+        self.delivery_marks_done = true;
     }
 
     /// Stores the turn's reply and usage; the chat's row as it now is, for hygiene.

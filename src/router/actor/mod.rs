@@ -87,8 +87,8 @@ pub(super) struct Actor {
     handed_over: Option<String>,
     /// The inbox row of the message being served.
     serving: Option<Ticket>,
-    /// The served message's answer went out with a receipt: the delivery marks it done.
-    receipt_out: bool,
+    /// The served message's answer went out with its ledger: the delivery marks it done.
+    delivery_marks_done: bool,
     /// The scheduled job whose run is being served.
     job: Option<jobs::RunningJob>,
     jobs_changed: Arc<Notify>,
@@ -112,7 +112,7 @@ impl Actor {
             held: limit::Held::default(),
             handed_over: None,
             serving: None,
-            receipt_out: false,
+            delivery_marks_done: false,
             job: None,
             jobs_changed: parts.jobs_changed,
             _alive: parts.alive,
@@ -154,7 +154,7 @@ impl Actor {
         self.serving = ticket;
         if let Some(ticket) = ticket.filter(|t| t.interrupted) {
             self.resume_interrupted(&inbound, ticket).await;
-            if !std::mem::take(&mut self.receipt_out) {
+            if !std::mem::take(&mut self.delivery_marks_done) {
                 self.session.inbox_done(ticket).await;
             }
             self.serving = None;
@@ -179,10 +179,12 @@ impl Actor {
         // A turn the usage limit stopped leaves its message waiting for the reset; one
         // left running on its worker, for the next start to follow.
         let held = self.hold_if_limited(inbound).await.is_none();
-        let receipt_out = std::mem::take(&mut self.receipt_out);
+        let delivery_marks_done = std::mem::take(&mut self.delivery_marks_done);
         match (ticket, self.handed_over.take()) {
             (Some(ticket), Some(turn_id)) => self.session.inbox_hand_over(ticket, &turn_id).await,
-            (Some(ticket), None) if !held && !receipt_out => self.session.inbox_done(ticket).await,
+            (Some(ticket), None) if !held && !delivery_marks_done => {
+                self.session.inbox_done(ticket).await
+            }
             _ => {}
         }
         self.serving = None;
@@ -196,9 +198,16 @@ impl Actor {
     /// is not run again.
     async fn resume_interrupted(&mut self, inbound: &Inbound, ticket: Ticket) {
         match self.session.undelivered_answer(ticket).await {
-            Ok(Some(answer)) => {
-                info!(chat = %self.chat, "sending an answer a crash kept from the chat");
-                return self.deliver_answer(&Replies::to(inbound), answer).await;
+            // A piece was on its way: sending it again could show it twice.
+            Ok(Some(kept)) if kept.sending => {
+                info!(chat = %self.chat, "an answer a crash cut off may have arrived; offering /last");
+                self.session.keep_last_answer(&kept.text).await;
+                return Replies::to(inbound).offer_last(texts::ANSWER_MAY_HAVE_ARRIVED);
+            }
+            Ok(Some(kept)) => {
+                info!(chat = %self.chat, pieces_taken = kept.pieces_taken, "sending an answer a crash kept from the chat");
+                let from_piece = usize::try_from(kept.pieces_taken).unwrap_or(0);
+                return self.send_kept(&Replies::to(inbound), ticket, kept.text, from_piece);
             }
             Ok(None) => {}
             Err(error) => warn!(chat = %self.chat, %error, "could not read an undelivered answer"),
@@ -346,6 +355,7 @@ impl Actor {
             Command::Verbose => self.toggle_progress(replies, Progress::Verbose).await,
             Command::Quiet => self.toggle_progress(replies, Progress::Quiet).await,
             Command::Diff => self.send_diff(replies).await,
+            Command::Last => self.send_last_answer(replies).await,
             Command::Answer(reply) => self.answer_question(replies, &reply),
             Command::Mode(mode) => self.mode(replies, &mode).await,
             Command::Fork => self.fork(replies).await,
