@@ -24,12 +24,12 @@ RUN npm install --prefix /opt/codex --no-audit --no-fund "@openai/codex@${CODEX_
     && cp /opt/codex/node_modules/@openai/codex-linux-*/vendor/*/bin/codex /usr/local/bin/codex \
     && /usr/local/bin/codex --version
 
-FROM debian:bookworm-slim
-# Codex runs shell commands (bash, git); tini forwards SIGTERM to the gateway, which itself
-# ends whatever Codex's commands leave running. Two users: `gateway` holds the tokens and
-# the database (0600); Codex and every command it runs are `codex` (codex.run_as in
-# deploy/config.toml), which can read neither. /data is the gateway's, passable (0711) to
-# reach Codex's home and the workspaces, which are codex's.
+# What the gateway and a Codex worker both run on. Codex runs shell commands (bash, git);
+# tini forwards SIGTERM. Two users: `gateway` holds the tokens and the database (0600);
+# Codex and every command it runs are `codex` (codex.run_as in deploy/config.toml), which
+# can read neither. /data is the gateway's, passable (0711) to reach Codex's home and the
+# workspaces, which are codex's.
+FROM debian:bookworm-slim AS runtime
 RUN apt-get update && apt-get install -y --no-install-recommends bash ca-certificates git tini libcap2-bin \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --no-create-home --home-dir /data --uid 10001 gateway \
@@ -38,6 +38,24 @@ RUN apt-get update && apt-get install -y --no-install-recommends bash ca-certifi
     && chown gateway:gateway /data && chmod 0711 /data \
     && chown codex:codex /data/codex-home /data/workspaces
 COPY --from=codex /usr/local/bin/codex /usr/local/bin/codex
+# Codex keeps its login and thread rollouts here; the gateway's database sits beside it.
+ENV CODEX_HOME=/data/codex-home
+WORKDIR /data
+VOLUME /data
+ENTRYPOINT ["tini", "--"]
+
+# A Codex worker (compose's `worker` service): the app-server alone, as `codex`, on a
+# WebSocket that needs the token. It has no gateway binary, so building a new gateway
+# leaves this image, and a `docker compose up -d` leaves the worker and its running
+# turns, as they were.
+FROM runtime AS worker
+USER codex
+EXPOSE 4500
+CMD ["codex", "app-server", "--listen", "ws://0.0.0.0:4500", \
+     "--ws-auth", "capability-token", "--ws-token-file", "/run/secrets/codex_worker_token"]
+
+# The gateway (the default target).
+FROM runtime
 COPY --from=build /usr/local/bin/codex-gateway /usr/local/bin/codex-gateway
 # The capabilities the gateway needs to start Codex as `codex` (SETUID, SETGID) and to
 # stop it and what its commands leave running (KILL), and no others (the compose file
@@ -47,13 +65,8 @@ RUN chown root:gateway /usr/local/bin/codex-gateway \
     && chmod 0750 /usr/local/bin/codex-gateway \
     && setcap cap_kill,cap_setuid,cap_setgid=ep /usr/local/bin/codex-gateway
 COPY deploy/config.toml /etc/codex-gateway/config.toml
-# Codex keeps its login and thread rollouts here; the gateway's database sits beside it.
-ENV CODEX_HOME=/data/codex-home
 USER gateway
-WORKDIR /data
-VOLUME /data
 EXPOSE 8787
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["codex-gateway", "health", "--config", "/etc/codex-gateway/config.toml"]
-ENTRYPOINT ["tini", "--"]
 CMD ["codex-gateway", "run", "--config", "/etc/codex-gateway/config.toml"]
