@@ -192,6 +192,8 @@ pub enum OutboundKind {
     TurnEnded { summary: String },
     /// Codex asks to approve an action; answer with `Router::decide_approval`.
     Approval(ApprovalPrompt),
+    /// An approval prompt closed without a press: its buttons go and it says why.
+    ApprovalClosed { id: ApprovalId, end: PromptEnd },
     /// A gateway notice that answers one message, to that message's answer slot
     /// (platforms without slots show it as a notice).
     Answer { slot: AnswerSlot, text: String },
@@ -266,11 +268,33 @@ impl PartialEq for Ledger {
     }
 }
 
+/// Names one approval request: unique across chats, and bound to the gateway run that
+/// asked it, so a button left from an earlier run never decides a request of this one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ApprovalId {
+    /// Drawn at random when the gateway starts.
+    pub run: u64,
+    /// Counts the run's requests from 1.
+    pub seq: u64,
+}
+
+/// Why an approval prompt closed without a press.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptEnd {
+    /// Nobody answered in time: declined.
+    TimedOut,
+    /// Its turn ended first.
+    TurnEnded,
+    /// The gateway stopped while it waited (Codex asks again after a restart, when the
+    /// turn goes on on a worker).
+    Stopped,
+}
+
 /// What a person is asked to approve.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalPrompt {
-    /// Unique across chats: a button names exactly one prompt.
-    pub id: u64,
+    /// A button names exactly one prompt, of this gateway run.
+    pub id: ApprovalId,
     pub action: ActionKind,
     pub command: Option<String>,
     pub cwd: Option<String>,

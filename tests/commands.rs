@@ -5,6 +5,7 @@ mod support;
 
 use codex_gateway::chat::{Decision, OutboundKind};
 use codex_gateway::config::ApprovalPolicy;
+use codex_gateway::router::{Answer, ApprovalOutcome};
 use support::{Chat, TestEnv, stored_thread};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,30 +118,27 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
             .unwrap_or_default()
             .contains("touch accepted.txt")
     );
-    assert!(
-        app.router()
-            .decide_approval(prompt.id, Decision::Accept)
-            .await
-    );
+    let decided = chat.decide(&app, prompt.id, Decision::Accept).await;
+    assert_eq!(decided, ApprovalOutcome::Decided);
     chat.reply().await;
     assert!(
         env.workspace().join("accepted.txt").exists(),
         "accepted command did not run"
     );
-    // A second answer to the same prompt changes nothing.
-    assert!(
-        !app.router()
-            .decide_approval(prompt.id, Decision::Decline)
-            .await
+    // A second answer to the same prompt changes nothing: the first one stands.
+    let first = Answer {
+        decision: Decision::Accept,
+        by: "tester".into(),
+    };
+    assert_eq!(
+        chat.decide(&app, prompt.id, Decision::Decline).await,
+        ApprovalOutcome::AnsweredBefore(first)
     );
 
     chat.send(&app, "run: touch declined.txt");
     let prompt = chat.approval().await;
-    assert!(
-        app.router()
-            .decide_approval(prompt.id, Decision::Decline)
-            .await
-    );
+    let decided = chat.decide(&app, prompt.id, Decision::Decline).await;
+    assert_eq!(decided, ApprovalOutcome::Decided);
     chat.reply().await;
     assert!(!env.workspace().join("declined.txt").exists());
 
@@ -226,10 +224,9 @@ async fn a_busy_chat_is_never_unloaded() {
     let prompt = busy.approval().await;
     let mut other = Chat::new("other");
     assert_eq!(other.ask(&app, "hello").await, "Echo: hello");
-    assert!(
-        app.router()
-            .decide_approval(prompt.id, Decision::Accept)
-            .await,
+    assert_eq!(
+        busy.decide(&app, prompt.id, Decision::Accept).await,
+        ApprovalOutcome::Decided,
         "the busy chat's approval was dropped"
     );
     busy.reply().await;

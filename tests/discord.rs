@@ -244,6 +244,102 @@ async fn approval_buttons_accept_and_refuse_strangers() {
     );
 }
 
+/// The prompt in `channel` whose command holds `command`: its message id and the
+/// custom ids of its buttons, by label.
+async fn prompt_in(dc: &FakeDiscord, channel: u64, command: &str) -> (u64, Vec<(String, String)>) {
+    let sent = dc
+        .wait_for_call("POST", &format!("/channels/{channel}/messages"), |b| {
+            b["content"].as_str().is_some_and(|t| t.contains(command))
+        })
+        .await;
+    let buttons = sent.body["components"][0]["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let label = b["label"].as_str().unwrap().to_owned();
+            (label, b["custom_id"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let (id, _) = dc.wait_for_content(channel, |t| t.contains(command)).await;
+    (id, buttons)
+}
+
+fn button<'a>(buttons: &'a [(String, String)], label: &str) -> &'a str {
+    &buttons.iter().find(|(l, _)| l == label).unwrap().1
+}
+
+/// A button left from before a restart decides nothing (the security bug of issue 44):
+/// the stopping gateway closes its prompt, and a press of it after the restart, while
+/// the new run's first request (the same number in the old scheme) waits in another
+/// channel, is told it expired. A button counts only in its prompt's channel, and a
+/// second press leaves the first answer on the prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_button_from_before_a_restart_decides_nothing() {
+    let (env, dc, mut config) = setup().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    // The turn waits for a person, so the stop interrupts it when its grace is over: one
+    // second instead of 20 keeps the test short (the grace is not what it is about).
+    config.server.shutdown_grace_secs = 1;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("run: touch old.txt"));
+    let (old_prompt, old_buttons) = prompt_in(&dc, CHANNEL, "touch old.txt").await;
+    gateway.stop().await;
+    let closed = dc
+        .calls("PATCH", &format!("/messages/{old_prompt}"))
+        .into_iter()
+        .find(|c| {
+            c.body["content"].as_str().is_some_and(|t| {
+                t.ends_with("Expired: the gateway stopped before anyone answered.")
+            })
+        })
+        .expect("the stopping gateway closed its prompt");
+    assert_eq!(closed.body["components"], serde_json::json!([]));
+
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(LISTED, ALICE, &[], "run: touch new.txt");
+    let (new_prompt, new_buttons) = prompt_in(&dc, LISTED, "touch new.txt").await;
+    let token = dc.click(CHANNEL, ALICE, old_prompt, button(&old_buttons, "Accept"));
+    let expired = dc
+        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
+        .await;
+    assert_eq!(expired.body["type"], 7, "the old prompt is updated");
+    assert!(
+        expired.body["data"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("before the gateway restarted")
+    );
+    assert_eq!(expired.body["data"]["components"], serde_json::json!([]));
+    // The new request's own button, pressed under a message of another channel.
+    let token = dc.click(CHANNEL, ALICE, old_prompt, button(&new_buttons, "Accept"));
+    let ignored = dc
+        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
+        .await;
+    assert_eq!(
+        ignored.body["data"]["flags"], 64,
+        "told only to the presser"
+    );
+    assert!(!env.workspace().join("new.txt").exists());
+    assert!(!env.workspace().join("old.txt").exists());
+
+    let token = dc.click(LISTED, ALICE, new_prompt, button(&new_buttons, "Accept"));
+    dc.wait_for_call("POST", &format!("/{token}/callback"), |_| true)
+        .await;
+    dc.wait_for_content(LISTED, |t| t.starts_with("Tool said"))
+        .await;
+    assert!(env.workspace().join("new.txt").exists());
+    // A later press (here Cancel) shows the first answer again, and only it.
+    let token = dc.click(LISTED, ALICE, new_prompt, button(&new_buttons, "Cancel"));
+    let again = dc
+        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
+        .await;
+    let content = again.body["data"]["content"].as_str().unwrap();
+    assert!(content.ends_with("Accept by user1001"), "{content}");
+    assert!(!content.contains("Cancel by"), "{content}");
+    gateway.stop().await;
+}
+
 /// An approval prompt shows the command exactly: Markdown that could hide part of it
 /// stays literal in a code block; a command holding a fence (which would end the block)
 /// is attached whole as a file, under the buttons.

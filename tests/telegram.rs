@@ -228,8 +228,51 @@ async fn approvals_by_button_and_only_by_allowed_users() {
         b["text"].as_str().is_some_and(|t| t.starts_with("Cancel"))
     })
     .await;
+    // A later press of the first prompt keeps its first answer.
+    tg.press(ALICE, ALICE, prompt, &data(0, 0));
+    tg.wait_for_call("answerCallbackQuery", |b| b["text"] == "Accept by User1001")
+        .await;
+    let shown = tg.text_of(prompt).unwrap();
+    assert_eq!(shown.matches("by User1001").count(), 1, "{shown}");
     gateway.stop().await;
     assert!(!env.workspace().join("cancelled.txt").exists());
+}
+
+/// A prompt a stopping gateway leaves is closed (a line saying so, no buttons); its
+/// button pressed after the restart decides nothing and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_button_from_before_a_restart_decides_nothing() {
+    let (env, tg, mut config) = setup().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    // The turn waits for a person, so the stop interrupts it when its grace is over: one
+    // second instead of 20 keeps the test short (the grace is not what it is about).
+    config.server.shutdown_grace_secs = 1;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "run: touch old.txt");
+    let call = tg.sent_message(|t| t.contains("touch old.txt")).await;
+    let prompt = tg.message_id_of(&call).await;
+    let accept = button_data(&call.body, "Accept");
+    gateway.stop().await;
+    let closed = tg
+        .calls("editMessageText")
+        .into_iter()
+        .find(|c| c.body["message_id"] == prompt)
+        .expect("the stopping gateway closed its prompt");
+    let text = closed.body["text"].as_str().unwrap();
+    assert!(text.ends_with("Expired: the gateway stopped before anyone answered."));
+    assert!(text.contains("touch old.txt"), "the prompt is kept: {text}");
+    assert_eq!(closed.body.get("reply_markup"), None, "its buttons go");
+
+    let gateway = Gateway::start(&config);
+    tg.press(ALICE, ALICE, prompt, &accept);
+    tg.wait_for_call("answerCallbackQuery", |b| {
+        b["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("before the gateway restarted"))
+    })
+    .await;
+    gateway.stop().await;
+    assert!(!env.workspace().join("old.txt").exists());
 }
 
 /// An approval prompt shows the command exactly: HTML kept literal in a code block,

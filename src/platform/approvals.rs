@@ -3,8 +3,8 @@
 use tracing::{info, warn};
 
 use super::texts;
-use crate::chat::{ActionKind, ApprovalPrompt, Decision};
-use crate::router::Router;
+use crate::chat::{ActionKind, ApprovalId, ApprovalPrompt, ChatKey, Decision};
+use crate::router::{Answer, ApprovalOutcome, Router};
 
 /// An approval prompt as every platform shows it: what is approved exactly, never cut,
 /// with every character visible.
@@ -119,29 +119,39 @@ fn is_hidden(c: char) -> bool {
             | '\u{E0000}'..='\u{E0FFF}')
 }
 
-/// Button data of an approval decision: `ap:<id>:<decision>` (fits Telegram's 64 bytes
-/// and Discord's 100-character custom ids).
-pub fn button_data(id: u64, decision: Decision) -> String {
+/// Button data of an approval decision: `ap:<run>:<seq>:<decision>`, the run in hex (at
+/// most 45 bytes: fits Telegram's 64 bytes and Discord's 100-character custom ids).
+pub fn button_data(id: ApprovalId, decision: Decision) -> String {
     let code = match decision {
         Decision::Accept => 'a',
         Decision::AcceptForSession => 's',
         Decision::Decline => 'd',
         Decision::Cancel => 'c',
     };
-    format!("ap:{id}:{code}")
+    format!("ap:{:x}:{}:{code}", id.run, id.seq)
 }
 
-fn parse_button_data(data: &str) -> Option<(u64, Decision)> {
-    let rest = data.strip_prefix("ap:")?;
-    let (id, code) = rest.split_once(':')?;
-    let decision = match code {
+fn parse_button_data(data: &str) -> Option<(ApprovalId, Decision)> {
+    let mut parts = data.strip_prefix("ap:")?.split(':');
+    let run = u64::from_str_radix(parts.next()?, 16).ok()?;
+    let seq = parts.next()?.parse().ok()?;
+    let decision = match parts.next()? {
         "a" => Decision::Accept,
         "s" => Decision::AcceptForSession,
         "d" => Decision::Decline,
         "c" => Decision::Cancel,
         _ => return None,
     };
-    Some((id.parse().ok()?, decision))
+    match parts.next() {
+        Some(_) => None,
+        None => Some((ApprovalId { run, seq }, decision)),
+    }
+}
+
+/// `text` with `verdict` under it, or `None` when it already ends with it (a second press
+/// of a prompt that shows the first answer).
+pub fn with_verdict(text: &str, verdict: &str) -> Option<String> {
+    (!text.trim_end().ends_with(verdict)).then(|| format!("{text}\n\n{verdict}"))
 }
 
 /// Who pressed a button.
@@ -163,23 +173,58 @@ pub enum Pressed {
     Settled(String),
 }
 
-/// Handles a press of an approval button (`data` as the platform delivered it).
-pub async fn press(router: &Router, data: &str, presser: Presser<'_>) -> Pressed {
+/// Handles a press of an approval button (`data` as the platform delivered it) under a
+/// message in `place`.
+pub async fn press(router: &Router, place: &ChatKey, data: &str, presser: Presser<'_>) -> Pressed {
     let Some((id, decision)) = parse_button_data(data) else {
-        return Pressed::Unknown(texts::UNKNOWN_BUTTON.into());
+        // Older gateways wrote `ap:<seq>:<decision>`, without their run.
+        return match data.starts_with("ap:") {
+            true => Pressed::Settled(texts::FROM_EARLIER_RUN.into()),
+            false => Pressed::Unknown(texts::UNKNOWN_BUTTON.into()),
+        };
     };
     if !presser.allowed {
         warn!(
             user_id = presser.id,
-            id, "refused an approval from a user who is not allowed"
+            id = id.seq,
+            "refused an approval from a user who is not allowed"
         );
         return Pressed::Refused(texts::may_not_decide(presser.id));
     }
-    if router.decide_approval(id, decision).await {
-        info!(user_id = presser.id, id, ?decision, "approval decided");
-        Pressed::Settled(texts::decided(decision.label(), presser.name))
-    } else {
-        Pressed::Settled(texts::NO_LONGER_PENDING.into())
+    let answer = Answer {
+        decision,
+        by: presser.name.to_owned(),
+    };
+    match router.decide_approval(place, id, answer).await {
+        ApprovalOutcome::Decided => {
+            info!(
+                user_id = presser.id,
+                id = id.seq,
+                ?decision,
+                "approval decided"
+            );
+            Pressed::Settled(texts::decided(decision.label(), presser.name))
+        }
+        ApprovalOutcome::AnsweredBefore(first) => {
+            Pressed::Settled(texts::decided(first.decision.label(), &first.by))
+        }
+        ApprovalOutcome::FromEarlierRun => {
+            info!(
+                user_id = presser.id,
+                "a button from an earlier run was pressed"
+            );
+            Pressed::Settled(texts::FROM_EARLIER_RUN.into())
+        }
+        ApprovalOutcome::NoLongerPending => Pressed::Settled(texts::NO_LONGER_PENDING.into()),
+        ApprovalOutcome::NotThisChat => {
+            warn!(
+                user_id = presser.id,
+                id = id.seq,
+                chat = %place,
+                "an approval button was pressed outside the request's chat; ignored"
+            );
+            Pressed::Unknown(texts::UNKNOWN_BUTTON.into())
+        }
     }
 }
 
@@ -189,18 +234,33 @@ mod tests {
 
     #[test]
     fn button_data_round_trips() {
+        let id = ApprovalId {
+            run: u64::MAX,
+            seq: u64::MAX,
+        };
         for decision in Decision::ALL {
-            let data = button_data(u64::MAX, decision);
+            let data = button_data(id, decision);
             assert!(data.len() <= 64);
-            assert_eq!(parse_button_data(&data), Some((u64::MAX, decision)));
+            assert_eq!(parse_button_data(&data), Some((id, decision)));
         }
-        assert_eq!(parse_button_data("ap:1:x"), None);
+        // Buttons of the runs before the id named its run decide nothing.
+        assert_eq!(parse_button_data("ap:1:a"), None);
+        assert_eq!(parse_button_data("ap:f:1:x"), None);
+        assert_eq!(parse_button_data("ap:f:1:a:1"), None);
         assert_eq!(parse_button_data("other"), None);
+    }
+
+    #[test]
+    fn a_verdict_is_added_once() {
+        let shown = with_verdict("Codex asks", "Accept by Ann").unwrap();
+        assert_eq!(shown, "Codex asks\n\nAccept by Ann");
+        assert_eq!(with_verdict(&shown, "Accept by Ann"), None);
+        assert!(with_verdict(&shown, "Decline by Bob").is_some());
     }
 
     fn command_prompt(command: &str) -> ApprovalPrompt {
         ApprovalPrompt {
-            id: 1,
+            id: ApprovalId { run: 1, seq: 1 },
             action: ActionKind::Command,
             command: Some(command.into()),
             cwd: Some("/work".into()),

@@ -99,7 +99,8 @@ async fn print_answers(
             OutboundKind::Status(_)
             | OutboundKind::Working(_)
             | OutboundKind::TurnEnded { .. }
-            | OutboundKind::Approval(_) => {
+            | OutboundKind::Approval(_)
+            | OutboundKind::ApprovalClosed { .. } => {
                 continue;
             }
         };

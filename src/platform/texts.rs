@@ -1,6 +1,8 @@
 //! Every line the platforms say to a chat themselves (the router's are in
 //! `router/texts.rs`): refusals, what a platform cannot read, and the approval cards.
 
+use crate::chat::PromptEnd;
+
 /// To a stranger in a DM (or a Telegram group): their id, for the owner's allowlist.
 pub fn stranger_refusal(platform: &str, config_key: &str, user_id: u64) -> String {
     format!(
@@ -64,3 +66,15 @@ pub fn decided(decision: &str, by: &str) -> String {
 }
 
 pub const NO_LONGER_PENDING: &str = "No longer pending (answered, timed out, or the turn ended).";
+
+/// The line an approval prompt ends with when it closed without a press.
+pub fn prompt_closed(end: PromptEnd) -> &'static str {
+    match end {
+        PromptEnd::TimedOut => "Nobody answered in time: declined.",
+        PromptEnd::TurnEnded => "No longer pending: the turn ended.",
+        PromptEnd::Stopped => "Expired: the gateway stopped before anyone answered.",
+    }
+}
+
+pub const FROM_EARLIER_RUN: &str =
+    "Expired: this request was asked before the gateway restarted, and decides nothing now.";

@@ -1,101 +1,225 @@
 //! Approval requests waiting for a person, each declined if nobody answers in time.
+//!
+//! A request's id carries the gateway run that asked it, and the book knows each pending
+//! request's chat: a button left from an earlier run, or pressed in another chat, decides
+//! nothing. Who answered is remembered for a while, so a second press of the same
+//! prompt shows the first answer instead of replacing it.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use tokio::time::{Duration, Instant};
 
-use crate::chat::{ChatKey, Decision};
+use super::replies::Replies;
+use crate::chat::{ApprovalId, ChatKey, Decision, OutboundKind, PromptEnd};
 use crate::codex::{ApprovalDecision, ApprovalResponder};
 
-/// Ids are unique across chats, so a button press names exactly one request.
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// How many answered requests the book remembers for a later press.
+const REMEMBERED: usize = 1024;
 
-/// Which chat holds each pending request: the router finds the chat of a button press here.
-pub(super) type ApprovalIndex = Arc<Mutex<HashMap<u64, ChatKey>>>;
+/// Every pending request's chat, and who answered the recent ones: shared by the router
+/// (which finds the chat of a press here) and the chats' actors.
+#[derive(Clone)]
+pub(super) struct ApprovalBook {
+    run: u64,
+    inner: Arc<Mutex<Book>>,
+}
+
+#[derive(Default)]
+struct Book {
+    next_seq: u64,
+    pending: HashMap<u64, ChatKey>,
+    /// By sequence number, so the oldest is forgotten first.
+    answered: BTreeMap<u64, Answer>,
+}
+
+/// A decision and who made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub decision: Decision,
+    pub by: String,
+}
+
+/// What a press of an approval button came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// Codex has the decision.
+    Decided,
+    /// Someone answered first: their answer stands.
+    AnsweredBefore(Answer),
+    /// The prompt was left by an earlier run of the gateway.
+    FromEarlierRun,
+    /// It timed out, or its turn ended.
+    NoLongerPending,
+    /// The button is not in the chat the request was asked in.
+    NotThisChat,
+}
+
+/// Where a press leads.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Lookup {
+    /// Pending in this chat: its actor decides.
+    Pending(ChatKey),
+    /// Answered already: the first answer stands.
+    Answered(Answer),
+    /// Asked by an earlier run of the gateway.
+    EarlierRun,
+    /// Pending in another chat than the one the button is in.
+    OtherChat,
+    /// Timed out, or its turn ended.
+    Gone,
+}
+
+impl ApprovalBook {
+    /// A book for one run of the gateway, its id drawn at random.
+    pub(super) fn new() -> Self {
+        Self::for_run(getrandom::u64().unwrap_or_else(|_| fallback_run_id()))
+    }
+
+    fn for_run(run: u64) -> Self {
+        Self {
+            run,
+            inner: Arc::default(),
+        }
+    }
+
+    /// Where a press of `id` in `place` (the chat the button is in) leads. Chats are
+    /// compared by platform and chat: a group's per-user conversations share its buttons.
+    pub(super) fn lookup(&self, id: ApprovalId, place: &ChatKey) -> Lookup {
+        if id.run != self.run {
+            return Lookup::EarlierRun;
+        }
+        let book = self.inner.lock().expect("lock");
+        if let Some(answer) = book.answered.get(&id.seq) {
+            return Lookup::Answered(answer.clone());
+        }
+        match book.pending.get(&id.seq) {
+            Some(chat) if chat.platform == place.platform && chat.chat == place.chat => {
+                Lookup::Pending(chat.clone())
+            }
+            Some(_) => Lookup::OtherChat,
+            None => Lookup::Gone,
+        }
+    }
+
+    fn register(&self, chat: &ChatKey) -> ApprovalId {
+        let mut book = self.inner.lock().expect("lock");
+        book.next_seq += 1;
+        let seq = book.next_seq;
+        book.pending.insert(seq, chat.clone());
+        ApprovalId { run: self.run, seq }
+    }
+
+    fn settle(&self, seq: u64, answer: Option<Answer>) {
+        let mut book = self.inner.lock().expect("lock");
+        book.pending.remove(&seq);
+        if let Some(answer) = answer {
+            book.answered.insert(seq, answer);
+            while book.answered.len() > REMEMBERED {
+                book.answered.pop_first();
+            }
+        }
+    }
+}
+
+/// Without the system's randomness (it never failed here), the clock and the process id
+/// still tell runs apart.
+fn fallback_run_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
 
 /// One chat's pending requests.
 pub(super) struct PendingApprovals {
     chat: ChatKey,
-    index: ApprovalIndex,
+    book: ApprovalBook,
     pending: HashMap<u64, (ApprovalResponder, Instant)>,
 }
 
 impl PendingApprovals {
-    pub(super) fn new(chat: ChatKey, index: ApprovalIndex) -> Self {
+    pub(super) fn new(chat: ChatKey, book: ApprovalBook) -> Self {
         Self {
             chat,
-            index,
+            book,
             pending: HashMap::new(),
         }
     }
 
     /// Holds the request until answered or `timeout` passes; returns its id.
-    pub(super) fn add(&mut self, responder: ApprovalResponder, timeout: Duration) -> u64 {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    pub(super) fn add(&mut self, responder: ApprovalResponder, timeout: Duration) -> ApprovalId {
+        let id = self.book.register(&self.chat);
         self.pending
-            .insert(id, (responder, Instant::now() + timeout));
-        self.index
-            .lock()
-            .expect("lock")
-            .insert(id, self.chat.clone());
+            .insert(id.seq, (responder, Instant::now() + timeout));
         id
     }
 
-    /// Answers Codex; false if the request is no longer pending.
-    pub(super) fn answer(&mut self, id: u64, decision: Decision) -> bool {
-        self.index.lock().expect("lock").remove(&id);
-        match self.pending.remove(&id) {
-            Some((responder, _)) => {
-                responder.answer(codex_decision(decision));
-                true
-            }
-            None => false,
-        }
+    /// Answers Codex with a person's decision; false if the request is no longer pending.
+    pub(super) fn answer(&mut self, id: ApprovalId, answer: Answer) -> bool {
+        let Some((responder, _)) = self.pending.remove(&id.seq) else {
+            return false;
+        };
+        responder.answer(codex_decision(answer.decision));
+        self.book.settle(id.seq, Some(answer));
+        true
     }
 
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.pending.values().map(|(_, deadline)| *deadline).min()
     }
 
-    /// Declines every request past its deadline; returns their ids.
-    pub(super) fn expire(&mut self, now: Instant) -> Vec<u64> {
+    /// Declines every request past its deadline, closing its prompt; returns their ids.
+    pub(super) fn expire(&mut self, now: Instant, replies: &Replies<'_>) -> Vec<ApprovalId> {
         let expired: Vec<u64> = self
             .pending
             .iter()
             .filter(|(_, (_, deadline))| *deadline <= now)
-            .map(|(id, _)| *id)
+            .map(|(seq, _)| *seq)
             .collect();
-        for id in &expired {
-            self.answer(*id, Decision::Decline);
-        }
         expired
+            .into_iter()
+            .filter_map(|seq| {
+                let (responder, _) = self.pending.remove(&seq)?;
+                responder.answer(ApprovalDecision::Decline);
+                Some(self.close(seq, PromptEnd::TimedOut, replies))
+            })
+            .collect()
     }
 
-    /// Drops every request (declining it): the turn they belonged to is over.
     /// The turn is handed over at shutdown: its requests stay unanswered, to be asked
-    /// again of the next start.
-    pub(super) fn leave(&mut self) {
-        let mut index = self.index.lock().expect("lock");
-        for (id, (responder, _)) in self.pending.drain() {
-            index.remove(&id);
+    /// again of the next start; their prompts here are closed.
+    pub(super) fn leave(&mut self, replies: &Replies<'_>) {
+        for (seq, (responder, _)) in std::mem::take(&mut self.pending) {
             responder.leave();
+            self.close(seq, PromptEnd::Stopped, replies);
         }
     }
 
-    pub(super) fn clear(&mut self) {
-        let mut index = self.index.lock().expect("lock");
-        for id in self.pending.keys() {
-            index.remove(id);
+    /// The turn is over: its requests can no longer be answered (dropping a responder
+    /// declines it) and their prompts say why (`end`).
+    pub(super) fn clear(&mut self, end: PromptEnd, replies: &Replies<'_>) {
+        for seq in std::mem::take(&mut self.pending).into_keys() {
+            self.close(seq, end, replies);
         }
-        self.pending.clear();
+    }
+
+    fn close(&self, seq: u64, end: PromptEnd, replies: &Replies<'_>) -> ApprovalId {
+        self.book.settle(seq, None);
+        let id = ApprovalId {
+            run: self.book.run,
+            seq,
+        };
+        replies.send(OutboundKind::ApprovalClosed { id, end });
+        id
     }
 }
 
 impl Drop for PendingApprovals {
     fn drop(&mut self) {
-        self.clear();
+        for seq in self.pending.keys() {
+            self.book.settle(*seq, None);
+        }
     }
 }
 
@@ -106,5 +230,67 @@ pub(super) fn codex_decision(decision: Decision) -> ApprovalDecision {
         Decision::AcceptForSession => ApprovalDecision::AcceptForSession,
         Decision::Decline => ApprovalDecision::Decline,
         Decision::Cancel => ApprovalDecision::Cancel,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::Platform;
+
+    fn chat(id: &str) -> ChatKey {
+        ChatKey::new(Platform::Discord, id)
+    }
+
+    #[test]
+    fn a_press_finds_its_request_only_in_its_run_and_its_chat() {
+        let earlier = ApprovalBook::for_run(7);
+        let book = ApprovalBook::for_run(8);
+        let (alice, bob) = (chat("1"), chat("2"));
+        let old = earlier.register(&alice);
+        let new = book.register(&bob);
+        // Both runs count from 1: only the run tells the two apart.
+        assert_eq!(old.seq, new.seq);
+        assert_eq!(book.lookup(old, &alice), Lookup::EarlierRun);
+        assert_eq!(book.lookup(old, &bob), Lookup::EarlierRun);
+        assert_eq!(book.lookup(new, &alice), Lookup::OtherChat);
+        assert_eq!(book.lookup(new, &bob), Lookup::Pending(bob.clone()));
+
+        // A per-user conversation of a group is pressed from the group's message.
+        let mut per_user = chat("2");
+        per_user.topic = Some("u5".into());
+        let theirs = book.register(&per_user);
+        assert_eq!(book.lookup(theirs, &bob), Lookup::Pending(per_user));
+    }
+
+    #[test]
+    fn the_first_answer_is_remembered_and_a_closed_request_is_gone() {
+        let book = ApprovalBook::for_run(1);
+        let alice = chat("1");
+        let (answered, closed) = (book.register(&alice), book.register(&alice));
+        let first = Answer {
+            decision: Decision::Accept,
+            by: "Alice".into(),
+        };
+        book.settle(answered.seq, Some(first.clone()));
+        book.settle(closed.seq, None);
+        assert_eq!(book.lookup(answered, &alice), Lookup::Answered(first));
+        assert_eq!(book.lookup(closed, &alice), Lookup::Gone);
+
+        for _ in 0..REMEMBERED {
+            let id = book.register(&alice);
+            book.settle(
+                id.seq,
+                Some(Answer {
+                    decision: Decision::Decline,
+                    by: "Bob".into(),
+                }),
+            );
+        }
+        assert_eq!(
+            book.lookup(answered, &alice),
+            Lookup::Gone,
+            "forgotten first"
+        );
     }
 }

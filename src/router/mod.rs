@@ -20,12 +20,13 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use crate::chat::{ChatKey, Decision, Inbound, Outbound, OutboundKind};
+use crate::chat::{ApprovalId, ChatKey, Inbound, Outbound, OutboundKind};
 use crate::hygiene::{self, Action, Observation};
 use crate::session::Context;
 use activity::Activity;
 use actor::{Actor, ActorMsg, ActorParts};
-use approvals::ApprovalIndex;
+pub use approvals::{Answer, ApprovalOutcome};
+use approvals::{ApprovalBook, Lookup};
 use jobs::{JobRun, JobRunner};
 
 /// After the grace period, how long interrupted chats get to finish (see `ABORT_GRACE`).
@@ -42,8 +43,8 @@ struct Inner {
     actors: Mutex<Actors>,
     /// Raised when shutdown's grace period is over.
     abort: watch::Sender<bool>,
-    /// The chat of every pending approval request.
-    approvals: ApprovalIndex,
+    /// The chat of every pending approval request, and who answered the recent ones.
+    approvals: ApprovalBook,
     /// Told when a chat turns idle.
     idle: Arc<Notify>,
     /// The platforms scheduled jobs run on, and the runner's wake-up.
@@ -117,7 +118,7 @@ impl Router {
                 max_live: max_live.max(1),
                 actors: Mutex::new(Actors::default()),
                 abort: watch::Sender::new(false),
-                approvals: ApprovalIndex::default(),
+                approvals: ApprovalBook::new(),
                 idle: Arc::new(Notify::new()),
                 jobs: JobRunner::default(),
             }),
@@ -203,27 +204,40 @@ impl Router {
         }
     }
 
-    /// A person's answer to approval prompt `id`. Returns false when the request is no
-    /// longer pending (answered, timed out, or its turn ended).
-    pub async fn decide_approval(&self, id: u64, decision: Decision) -> bool {
-        let Some(chat) = self.inner.approvals.lock().expect("lock").get(&id).cloned() else {
-            return false;
+    /// A person's answer to approval prompt `id`, pressed in `place`: decided only when
+    /// the request is pending, of this run, in that chat.
+    pub async fn decide_approval(
+        &self,
+        place: &ChatKey,
+        id: ApprovalId,
+        answer: Answer,
+    ) -> ApprovalOutcome {
+        let chat = match self.inner.approvals.lookup(id, place) {
+            Lookup::Pending(chat) => chat,
+            Lookup::Answered(first) => return ApprovalOutcome::AnsweredBefore(first),
+            Lookup::EarlierRun => return ApprovalOutcome::FromEarlierRun,
+            Lookup::OtherChat => return ApprovalOutcome::NotThisChat,
+            Lookup::Gone => return ApprovalOutcome::NoLongerPending,
         };
         let (done, answered) = oneshot::channel();
         {
             let actors = self.inner.actors.lock().expect("lock");
             let Some(handle) = actors.active.get(&chat) else {
-                return false;
+                return ApprovalOutcome::NoLongerPending;
             };
-            if handle
-                .mailbox
-                .send(ActorMsg::Decide { id, decision, done })
-                .is_err()
-            {
-                return false;
+            let decide = ActorMsg::Decide { id, answer, done };
+            if handle.mailbox.send(decide).is_err() {
+                return ApprovalOutcome::NoLongerPending;
             }
         }
-        answered.await.unwrap_or(false)
+        if answered.await.unwrap_or(false) {
+            return ApprovalOutcome::Decided;
+        }
+        // Another press may have been just ahead of this one.
+        match self.inner.approvals.lookup(id, place) {
+            Lookup::Answered(first) => ApprovalOutcome::AnsweredBefore(first),
+            _ => ApprovalOutcome::NoLongerPending,
+        }
     }
 
     /// Chats with an actor in memory.

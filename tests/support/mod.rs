@@ -275,6 +275,20 @@ impl Chat {
         self.send_with_files(app, text, Vec::new());
     }
 
+    /// Answers approval prompt `id` as the tester would with a button in this chat.
+    pub async fn decide(
+        &self,
+        app: &App,
+        id: codex_gateway::chat::ApprovalId,
+        decision: codex_gateway::chat::Decision,
+    ) -> codex_gateway::router::ApprovalOutcome {
+        let answer = codex_gateway::router::Answer {
+            decision,
+            by: "tester".into(),
+        };
+        app.router().decide_approval(&self.key, id, answer).await
+    }
+
     /// Sends a document `name` holding `bytes`, with `caption`.
     pub fn send_file(&self, app: &App, name: &str, bytes: Vec<u8>, caption: &str) {
         let file = codex_gateway::chat::Attachment {

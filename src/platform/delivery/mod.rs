@@ -71,8 +71,19 @@ pub trait Sink: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), Unsent>> + Send;
     fn typing(&self) -> impl Future<Output = ()> + Send;
     /// Shows an approval prompt (as `card` says: whole, every character visible) with the
-    /// decisions it offers as buttons.
-    fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> impl Future<Output = ()> + Send;
+    /// decisions it offers as buttons; returns its message, if it was sent.
+    fn ask(
+        &self,
+        card: &ApprovalCard,
+        prompt: &ApprovalPrompt,
+    ) -> impl Future<Output = Option<Self::MessageId>> + Send;
+    /// Closes the prompt `ask` sent as `id`: `line` under it, and no buttons.
+    fn close_prompt(
+        &self,
+        id: Self::MessageId,
+        card: &ApprovalCard,
+        line: &str,
+    ) -> impl Future<Output = ()> + Send;
     /// A gateway notice.
     fn notice(&self, text: &str) -> impl Future<Output = ()> + Send {
         async move {

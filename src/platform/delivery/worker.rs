@@ -1,6 +1,7 @@
 //! One chat's delivery: typing, the status message of the running turn, and everything
 //! else in the order the router sent it.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -8,10 +9,10 @@ use tokio::time::Instant;
 use tracing::{debug, error, warn};
 
 use super::{Job, Latest, Pace, Sink};
-use crate::chat::{AnswerStep, Ledger, OutboundKind};
+use crate::chat::{AnswerStep, ApprovalId, Ledger, OutboundKind};
 use crate::platform::approvals::ApprovalCard;
-use crate::platform::choices;
 use crate::platform::retry::Unsent;
+use crate::platform::{choices, texts};
 use crate::{deadline, render};
 
 /// How long a final answer is tried again after the retry policy gave up on it.
@@ -47,6 +48,8 @@ pub(super) struct Worker<S: Sink> {
     trouble: Option<TroubleLine<S::MessageId>>,
     typing: bool,
     latest: Latest,
+    /// The running turn's approval prompts, to close those nobody answered.
+    prompts: HashMap<ApprovalId, (S::MessageId, ApprovalCard)>,
 }
 
 impl<S: Sink> Worker<S> {
@@ -59,6 +62,7 @@ impl<S: Sink> Worker<S> {
             trouble: None,
             typing: false,
             latest,
+            prompts: HashMap::new(),
         }
     }
 
@@ -113,6 +117,8 @@ impl<S: Sink> Worker<S> {
             }
             OutboundKind::TurnEnded { summary } => {
                 self.trouble = None; // the next turn's trouble is news again
+                // The turn closed the prompts nobody answered; a press settled the rest.
+                self.prompts.clear();
                 self.end_stream(&summary).await
             }
             OutboundKind::Trouble(line) => self.show_trouble(&line).await,
@@ -129,7 +135,16 @@ impl<S: Sink> Worker<S> {
                 self.sink.offer(slot, &text, &buttons).await
             }
             OutboundKind::Approval(prompt) => {
-                self.sink.ask(&ApprovalCard::of(&prompt), &prompt).await
+                let card = ApprovalCard::of(&prompt);
+                if let Some(message_id) = self.sink.ask(&card, &prompt).await {
+                    self.prompts.insert(prompt.id, (message_id, card));
+                }
+            }
+            OutboundKind::ApprovalClosed { id, end } => {
+                if let Some((message_id, card)) = self.prompts.remove(&id) {
+                    let line = texts::prompt_closed(end);
+                    self.sink.close_prompt(message_id, &card, line).await
+                }
             }
             OutboundKind::Progress(line) => debug!(line, "progress not shown on chat platforms"),
         }
@@ -370,7 +385,15 @@ mod tests {
 
         async fn typing(&self) {}
 
-        async fn ask(&self, _card: &ApprovalCard, _prompt: &crate::chat::ApprovalPrompt) {}
+        async fn ask(
+            &self,
+            _card: &ApprovalCard,
+            _prompt: &crate::chat::ApprovalPrompt,
+        ) -> Option<()> {
+            None
+        }
+
+        async fn close_prompt(&self, _id: (), _card: &ApprovalCard, _line: &str) {}
     }
 
     /// A kept answer's pieces as the chat took them, and the steps its ledger was told.

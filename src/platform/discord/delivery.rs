@@ -67,15 +67,11 @@ impl Sink for DiscordChat {
     /// The request in a code block when it fits one message with room for the verdict
     /// (and holds no fence that would end the block); otherwise attached whole as a text
     /// file, the buttons under it.
-    async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) {
+    async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
         let message = match prompt_markdown(card) {
             Some(content) => CreateMessage::new().content(content),
             None => CreateMessage::new()
-                .content(format!(
-                    "{}\n{}",
-                    render::markdown_escape(&card.title),
-                    render::markdown_escape(&card.attached_note())
-                ))
+                .content(attached_content(card))
                 .add_file(CreateAttachment::bytes(
                     card.full_text().into_bytes(),
                     ATTACHMENT_NAME,
@@ -99,7 +95,25 @@ impl Sink for DiscordChat {
         if !buttons.is_empty() {
             message = message.components(vec![CreateActionRow::Buttons(buttons)]);
         }
-        let _ = call(|| self.channel.send_message(&self.http, message.clone())).await;
+        call(|| self.channel.send_message(&self.http, message.clone()))
+            .await
+            .ok()
+            .map(|sent| sent.id)
+    }
+
+    /// The prompt's text with `line` (the gateway's own words) under it, its buttons
+    /// removed.
+    async fn close_prompt(&self, id: MessageId, card: &ApprovalCard, line: &str) {
+        let shown = prompt_markdown(card).unwrap_or_else(|| attached_content(card));
+        let content = format!("{shown}\n\n{line}");
+        let http = &self.http;
+        let edit = || {
+            EditMessage::new()
+                .content(content.clone())
+                .components(Vec::new())
+                .allowed_mentions(no_pings())
+        };
+        let _ = call(|| self.channel.edit_message(http, id, edit())).await;
     }
 
     async fn send_file(&self, name: &str, bytes: &[u8]) {
@@ -173,6 +187,15 @@ impl Sink for DiscordChat {
             let _ = self.send(piece).await;
         }
     }
+}
+
+/// What a prompt attached as a file says above it.
+fn attached_content(card: &ApprovalCard) -> String {
+    format!(
+        "{}\n{}",
+        render::markdown_escape(&card.title),
+        render::markdown_escape(&card.attached_note())
+    )
 }
 
 /// The prompt as one Markdown message, or `None` if it would not fit with the verdict.

@@ -417,12 +417,17 @@ impl Intake {
             name: &button.user.name,
             allowed: inbound::is_allowed(&self.config, button.user.id.get(), &roles),
         };
-        let response = match approvals::press(&self.router, &button.data.custom_id, presser).await {
+        // A press is decided only in the channel its prompt was asked in.
+        let place = chat_key(button.channel_id);
+        let data = &button.data.custom_id;
+        let content = &button.message.content;
+        let response = match approvals::press(&self.router, &place, data, presser).await {
             Pressed::Unknown(text) | Pressed::Refused(text) => ephemeral(&text),
+            // The prompt keeps one verdict, the first answer's, whoever presses later.
             Pressed::Settled(verdict) => CreateInteractionResponse::UpdateMessage(
                 CreateInteractionResponseMessage::new()
                     .allowed_mentions(delivery::no_pings())
-                    .content(format!("{}\n\n{verdict}", button.message.content))
+                    .content(approvals::with_verdict(content, &verdict).unwrap_or(content.clone()))
                     .components(Vec::new()),
             ),
         };

@@ -7,7 +7,8 @@ use std::time::Duration;
 use reqwest::multipart::{Form, Part};
 use serde::de::IgnoredAny;
 use teloxide::payloads::{
-    EditMessageText, EditMessageTextSetters, SendChatAction, SendMessage, SendMessageSetters,
+    EditMessageCaption, EditMessageCaptionSetters, EditMessageText, EditMessageTextSetters,
+    SendChatAction, SendMessage, SendMessageSetters,
 };
 use teloxide::types::{
     ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ReplyMarkup,
@@ -108,32 +109,56 @@ impl Sink for TelegramChat {
 
     /// The request in a `<pre>` block when it fits one message with room for the verdict;
     /// otherwise attached whole as a text file, the buttons under it.
-    async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) {
+    async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
         let keyboard = keyboard(prompt);
         if let Some(html) = prompt_html(card) {
             let prompt = message(self.target, html)
                 .parse_mode(ParseMode::Html)
                 .reply_markup(keyboard.clone());
-            if send_message(&self.shared.api, &prompt).await.is_ok() {
-                return;
+            if let Ok(id) = send_message(&self.shared.api, &prompt).await {
+                return Some(id);
             }
         }
-        let caption = format!(
-            "{}\n{}",
-            render::html_escape(&card.title),
-            render::html_escape(&card.attached_note())
-        );
+        let caption = attached_caption(card);
         let file = card.full_text().into_bytes();
         let attached = Some((caption.as_str(), &keyboard));
-        let _ = send_document(
+        send_document(
             &self.shared.api,
             self.target,
             ATTACHMENT_NAME,
             &file,
             attached,
         )
-        .await;
+        .await
+        .ok()
     }
+
+    /// An edit without a keyboard removes the buttons: the prompt's text (or, when it was
+    /// attached, its caption) with `line` under it.
+    async fn close_prompt(&self, id: MessageId, card: &ApprovalCard, line: &str) {
+        let line = render::html_escape(line);
+        if let Some(html) = prompt_html(card) {
+            let edit = EditMessageText::new(self.target.chat_id, id, format!("{html}\n\n{line}"))
+                .parse_mode(ParseMode::Html);
+            if call::<_, IgnoredAny>(&self.shared.api, &edit).await.is_ok() {
+                return;
+            }
+        }
+        let caption = format!("{}\n\n{line}", attached_caption(card));
+        let edit = EditMessageCaption::new(self.target.chat_id, id)
+            .caption(caption)
+            .parse_mode(ParseMode::Html);
+        let _ = call::<_, IgnoredAny>(&self.shared.api, &edit).await;
+    }
+}
+
+/// The caption of a prompt attached as a file.
+fn attached_caption(card: &ApprovalCard) -> String {
+    format!(
+        "{}\n{}",
+        render::html_escape(&card.title),
+        render::html_escape(&card.attached_note())
+    )
 }
 
 /// The prompt as one HTML message, or `None` if it would not fit with the verdict.

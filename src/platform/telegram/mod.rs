@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{Attachment, Inbound, Outbox, Platform, Ticket};
+use crate::chat::{Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use crate::config::{self, TelegramConfig};
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
@@ -453,7 +453,13 @@ async fn on_button(shared: Arc<Shared>, router: Router, outbox: Outbox, query: C
             .contains(&(query.from.id.0 as i64)),
     };
     let data = query.data.as_deref().unwrap_or_default();
-    let (toast, alert, verdict) = match approvals::press(&router, data, presser).await {
+    let message = query.message.as_ref().and_then(|m| m.regular_message());
+    // A press is decided only in the chat its prompt was asked in.
+    let place = ChatKey::new(
+        Platform::Telegram,
+        message.map_or_else(String::new, |m| m.chat.id.0.to_string()),
+    );
+    let (toast, alert, verdict) = match approvals::press(&router, &place, data, presser).await {
         Pressed::Unknown(text) => (text, false, None),
         Pressed::Refused(text) => (text, true, None),
         Pressed::Settled(verdict) => (verdict.clone(), false, Some(verdict)),
@@ -467,7 +473,7 @@ async fn on_button(shared: Arc<Shared>, router: Router, outbox: Outbox, query: C
         warn!(%error, "telegram: could not answer a button press");
     }
     let Some(verdict) = verdict else { return };
-    if let Some(message) = query.message.as_ref().and_then(|m| m.regular_message()) {
+    if let Some(message) = message {
         settle_prompt(&shared.bot, message, &verdict).await;
     }
 }
@@ -512,20 +518,27 @@ async fn on_choice(
 
 /// Adds who decided under the prompt, its formatting kept (the verdict is appended, so
 /// the entities stay valid), and removes the buttons (an edit without a keyboard does).
+/// A prompt that already ends with the verdict (a second press) is left as it is.
 async fn settle_prompt(bot: &Bot, message: &Message, verdict: &str) {
     let (chat, id) = (message.chat.id, message.id);
     let edited = match (message.text(), message.caption()) {
         (Some(text), _) => {
+            let Some(text) = approvals::with_verdict(text, verdict) else {
+                return;
+            };
             let entities = message.entities().unwrap_or_default().to_vec();
-            bot.edit_message_text(chat, id, format!("{text}\n\n{verdict}"))
+            bot.edit_message_text(chat, id, text)
                 .entities(entities)
                 .await
                 .map(drop)
         }
         (None, Some(caption)) => {
+            let Some(caption) = approvals::with_verdict(caption, verdict) else {
+                return;
+            };
             let entities = message.caption_entities().unwrap_or_default().to_vec();
             bot.edit_message_caption(chat, id)
-                .caption(format!("{caption}\n\n{verdict}"))
+                .caption(caption)
                 .caption_entities(entities)
                 .await
                 .map(drop)

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::Actor;
-use crate::chat::{ActionKind, ApprovalPrompt, Decision, OutboundKind};
+use crate::chat::{ActionKind, ApprovalId, ApprovalPrompt, Decision, OutboundKind, PromptEnd};
 use crate::codex::{
     ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent,
 };
@@ -61,12 +61,16 @@ impl Actor {
         match outcome.end {
             // Left on its worker: Codex asks its requests again at the next start.
             TurnEnd::HandedOver => {
-                self.approvals.leave();
+                self.approvals.leave(replies);
                 self.questions.leave();
             }
             // Requests of a finished turn can no longer be answered; dropping declines them.
             _ => {
-                self.approvals.clear();
+                let end = match *self.abort.borrow() {
+                    true => PromptEnd::Stopped,
+                    false => PromptEnd::TurnEnded,
+                };
+                self.approvals.clear(end, replies);
                 self.questions.clear();
             }
         }
@@ -135,8 +139,8 @@ impl Actor {
                     }
                 },
                 () = deadline::sleep_until(self.approvals.next_deadline()) => {
-                    for id in self.approvals.expire(Instant::now()) {
-                        info!(chat = %self.chat, id, "approval request timed out; declined");
+                    for id in self.approvals.expire(Instant::now(), replies) {
+                        info!(chat = %self.chat, id = id.seq, "approval request timed out; declined");
                         replies.notice(texts::APPROVAL_EXPIRED);
                     }
                     continue;
@@ -210,8 +214,8 @@ impl Actor {
             let timeout = self.ctx.settings.approval_timeout;
             let id = self.approvals.add(responder, timeout);
             // What Codex wants to run may hold anything: only DEBUG logs it.
-            info!(chat = %self.chat, id, "approval requested");
-            debug!(chat = %self.chat, id, command = ?request.command, "approval requested");
+            info!(chat = %self.chat, id = id.seq, "approval requested");
+            debug!(chat = %self.chat, id = id.seq, command = ?request.command, "approval requested");
             replies.send(OutboundKind::Approval(prompt(id, request)));
             return;
         }
@@ -227,7 +231,7 @@ impl Actor {
 }
 
 /// Codex's request as the chat shows it.
-fn prompt(id: u64, request: ApprovalRequest) -> ApprovalPrompt {
+fn prompt(id: ApprovalId, request: ApprovalRequest) -> ApprovalPrompt {
     ApprovalPrompt {
         id,
         action: match request.kind {

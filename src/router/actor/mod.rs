@@ -27,13 +27,13 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
 use super::activity::Activity;
-use super::approvals::{ApprovalIndex, PendingApprovals};
+use super::approvals::{Answer, ApprovalBook, PendingApprovals};
 use super::command::{self, Command, CommandSpec, Input};
 use super::jobs::JobRun;
 use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
-use crate::chat::{ChatKey, Decision, Inbound, Ticket};
+use crate::chat::{ApprovalId, ChatKey, Inbound, Ticket};
 use crate::session::{Context, FollowUp, Progress, Prompt, Session, SessionError, TurnRequest};
 
 pub(super) enum ActorMsg {
@@ -45,8 +45,8 @@ pub(super) enum ActorMsg {
     },
     /// A person's answer to an approval prompt; `done` learns whether it was still pending.
     Decide {
-        id: u64,
-        decision: Decision,
+        id: ApprovalId,
+        answer: Answer,
         done: oneshot::Sender<bool>,
     },
     /// A scheduled job's run: its prompt, as if its creator had sent it.
@@ -66,7 +66,7 @@ pub(super) struct ActorParts {
     pub(super) activity: Arc<Activity>,
     /// Raised when the gateway's shutdown grace period is over.
     pub(super) abort: watch::Receiver<bool>,
-    pub(super) approvals: ApprovalIndex,
+    pub(super) approvals: ApprovalBook,
     /// Told when the chat's jobs change, so the job runner reads the next due time.
     pub(super) jobs_changed: Arc<Notify>,
 }
@@ -383,9 +383,10 @@ impl Actor {
     async fn while_busy(&mut self, message: ActorMsg, turn_id: Option<&str>) -> bool {
         let inbound = match message {
             ActorMsg::Inbound(inbound) => inbound,
-            ActorMsg::Decide { id, decision, done } => {
-                let answered = self.approvals.answer(id, decision);
-                info!(chat = %self.chat, id, ?decision, answered, "approval decided");
+            ActorMsg::Decide { id, answer, done } => {
+                let decision = answer.decision;
+                let answered = self.approvals.answer(id, answer);
+                info!(chat = %self.chat, id = id.seq, ?decision, answered, "approval decided");
                 let _ = done.send(answered);
                 return false;
             }
