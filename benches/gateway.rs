@@ -19,9 +19,9 @@ mod tap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use chat::{ChatKey, Platform};
+use codex::AppServer;
 use codex_gateway::App;
-use codex_gateway::chat::{ChatKey, Platform};
-use codex_gateway::codex::AppServer;
 use support::model::{Brain, ModelRequest, Output, Reply, default_brain};
 use support::telegram::{BOT_USERNAME, Call, FakeTelegram};
 use support::{Chat, Gateway, TestEnv};

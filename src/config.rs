@@ -8,9 +8,9 @@ use serde::Deserialize;
 
 mod workers;
 
-pub use crate::codex::{ApprovalPolicy, SandboxMode};
-pub use crate::hygiene::CompactionMode;
-use crate::hygiene::Policy;
+pub use codex::{ApprovalPolicy, SandboxMode};
+pub use hygiene::CompactionMode;
+use hygiene::Policy;
 pub use workers::RemoteConfig;
 
 /// Prefix of the environment variables that override the config file

@@ -1,11 +1,8 @@
 //! codex-gateway: one Codex thread per chat, kept across everything but `/new`.
 
-pub mod chat;
 pub mod clock;
-pub mod codex;
 pub mod config;
 pub mod deadline;
-pub mod hygiene;
 pub mod instance_lock;
 pub mod metrics;
 pub mod platform;
@@ -15,7 +12,6 @@ pub mod router;
 pub mod schedule;
 pub mod server;
 pub mod session;
-pub mod store;
 pub mod transcription;
 
 use std::sync::Arc;
@@ -23,9 +19,6 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::codex::{
-    Codex, CodexError, HealthCheck, RemoteSpec, RunAs, RunAsError, SpawnSpec, Starting, UnreadLog,
-};
 use crate::config::Config;
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::platform::PlatformHandle;
@@ -34,8 +27,11 @@ use crate::platform::intake::IntakeHealth;
 use crate::platform::telegram::TelegramError;
 use crate::router::Router;
 use crate::session::{Context, LoginCheck, SessionSettings};
-use crate::store::{Store, StoreError};
 use crate::transcription::{Transcriber, TranscriptionError};
+use codex::{
+    Codex, CodexError, HealthCheck, RemoteSpec, RunAs, RunAsError, SpawnSpec, Starting, UnreadLog,
+};
+use store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

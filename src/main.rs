@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use codex_gateway::config::Config;
 use codex_gateway::redact::Redactor;
-use codex_gateway::{App, codex, platform, session, store};
+use codex_gateway::{App, platform, session};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]

@@ -3,7 +3,7 @@
 
 mod support;
 
-use codex_gateway::chat::{Decision, OutboundKind};
+use chat::{Decision, OutboundKind};
 use codex_gateway::config::ApprovalPolicy;
 use codex_gateway::router::{Answer, ApprovalOutcome};
 use support::{Chat, TestEnv, stored_thread};

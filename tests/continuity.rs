@@ -4,7 +4,7 @@
 mod support;
 
 use codex_gateway::App;
-use codex_gateway::store::RetireReason;
+use store::RetireReason;
 use support::{Chat, TestEnv, stored_thread};
 
 const NOTES: &str = "the secret word is pelican-4471";

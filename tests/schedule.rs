@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use codex_gateway::chat::{Inbound, OutboundKind};
+use chat::{Inbound, OutboundKind};
 use codex_gateway::config::Config;
 use sqlx::Connection;
 use support::model::{Brain, ModelRequest, Reply, default_brain};
@@ -246,7 +246,7 @@ fn send_as(app: &codex_gateway::App, chat: &Chat, user: &str, admin: bool) -> Re
     answers
 }
 
-type Receiver = tokio::sync::mpsc::UnboundedReceiver<codex_gateway::chat::Outbound>;
+type Receiver = tokio::sync::mpsc::UnboundedReceiver<chat::Outbound>;
 
 async fn next_notice(answers: &mut Receiver) -> String {
     let answer = tokio::time::timeout(support::ANSWER_TIMEOUT, answers.recv())

@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use codex_gateway::chat::OutboundKind;
+use chat::OutboundKind;
 use support::{Chat, ModelRequest, Reply, TestEnv};
 
 /// The default script, with a review that streams its findings slowly.

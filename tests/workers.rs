@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
+use chat::OutboundKind;
 use codex_gateway::App;
-use codex_gateway::chat::OutboundKind;
 use support::workers::{Worker, workers_only};
 use support::{Chat, TestEnv};
 

@@ -4,11 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
+use codex::{AppServer, Notification, ThreadEvent, ThreadSettings, TurnOverrides, UserInput};
 use codex_gateway::App;
-use codex_gateway::chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
-use codex_gateway::codex::{
-    AppServer, Notification, ThreadEvent, ThreadSettings, TurnOverrides, UserInput,
-};
 use codex_gateway::config::{ApprovalPolicy, Config, FollowUp, SandboxMode};
 use tokio::sync::mpsc;
 

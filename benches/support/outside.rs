@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use codex_gateway::codex::{AppServer, ThreadEvent, TurnOverrides, UserInput};
+use codex::{AppServer, ThreadEvent, TurnOverrides, UserInput};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::instant::{thread_settings, turn_completed};

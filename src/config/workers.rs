@@ -56,10 +56,10 @@ pub(super) fn load(remotes: &mut [RemoteConfig], processes: usize) -> Result<(),
                 remote.url
             )));
         }
-        if name == crate::codex::LOCAL || names.contains(&name) {
+        if name == codex::LOCAL || names.contains(&name) {
             return Err(ConfigError::Rule(format!(
                 "codex.remote names must be distinct and not {:?}; {name:?} is taken",
-                crate::codex::LOCAL
+                codex::LOCAL
             )));
         }
         remote.token = Some(read_token(

@@ -3,8 +3,8 @@
 use tracing::{info, warn};
 
 use super::texts;
-use crate::chat::{ActionKind, ApprovalId, ApprovalPrompt, ChatKey, Decision};
 use crate::router::{Answer, ApprovalOutcome, Router};
+use chat::{ActionKind, ApprovalId, ApprovalPrompt, ChatKey, Decision};
 
 /// An approval prompt as every platform shows it: what is approved exactly, never cut,
 /// with every character visible.

@@ -5,8 +5,8 @@ use tokio::sync::mpsc;
 use tracing::warn;
 
 use super::texts;
-use crate::chat::{AnswerStep, ChatKey, Inbound, Outbound, OutboundKind, Platform};
 use crate::router::Router;
+use chat::{AnswerStep, ChatKey, Inbound, Outbound, OutboundKind, Platform};
 
 /// Feeds `input` line by line into the chat `name` and prints what comes back. At end of
 /// input it waits for the queued turns to finish (the router is shut down) and returns.

@@ -1,7 +1,7 @@
 //! Every line the platforms say to a chat themselves (the router's are in
 //! `router/texts.rs`): refusals, what a platform cannot read, and the approval cards.
 
-use crate::chat::PromptEnd;
+use chat::PromptEnd;
 
 /// To a stranger in a DM (or a Telegram group): their id, for the owner's allowlist.
 pub fn stranger_refusal(platform: &str, config_key: &str, user_id: u64) -> String {

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use tokio::time::{Duration, Instant};
 
 use super::replies::Replies;
-use crate::chat::{ApprovalId, ChatKey, Decision, OutboundKind, PromptEnd};
-use crate::codex::{ApprovalDecision, ApprovalResponder};
+use chat::{ApprovalId, ChatKey, Decision, OutboundKind, PromptEnd};
+use codex::{ApprovalDecision, ApprovalResponder};
 
 /// How many answered requests the book remembers for a later press.
 const REMEMBERED: usize = 1024;
@@ -236,7 +236,7 @@ pub(super) fn codex_decision(decision: Decision) -> ApprovalDecision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::Platform;
+    use chat::Platform;
 
     fn chat(id: &str) -> ChatKey {
         ChatKey::new(Platform::Discord, id)

@@ -12,10 +12,10 @@ use tokio::sync::Notify;
 use tracing::{error, info, warn};
 
 use super::{Inner, Router};
-use crate::chat::{Inbound, Outbox, Platform};
 use crate::clock::unix_now;
 use crate::schedule::Schedule;
 use crate::session::{Job, SessionError};
+use chat::{Inbound, Outbox, Platform};
 
 /// After the store failed to say what is due, it is asked again this soon.
 const RETRY_AFTER_ERROR: Duration = Duration::from_secs(60);

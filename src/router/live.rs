@@ -1,7 +1,7 @@
 //! What a running turn has done so far: the facts its live status message and its
 //! summary line are made of (`texts::live_status`, `texts::work_summary`).
 
-use crate::codex::{Item, PlanStep};
+use codex::{Item, PlanStep};
 
 /// Longest line of the status (a command, a commentary line), in characters.
 const LINE_CHARS: usize = 120;

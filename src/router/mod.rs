@@ -20,13 +20,13 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use crate::chat::{ApprovalId, ChatKey, Inbound, Outbound, OutboundKind};
-use crate::hygiene::{self, Action, Observation};
 use crate::session::Context;
 use activity::Activity;
 use actor::{Actor, ActorMsg, ActorParts};
 pub use approvals::{Answer, ApprovalOutcome};
 use approvals::{ApprovalBook, Lookup};
+use chat::{ApprovalId, ChatKey, Inbound, Outbound, OutboundKind};
+use hygiene::{self, Action, Observation};
 use jobs::{JobRun, JobRunner};
 
 /// After the grace period, how long interrupted chats get to finish (see `ABORT_GRACE`).

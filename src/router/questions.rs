@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use tokio::time::{Duration, Instant};
 
-use crate::codex::{Answers, QuestionResponder, UserQuestion};
+use codex::{Answers, QuestionResponder, UserQuestion};
 
 /// One request: its questions, the answers so far, and when it gives up.
 struct Asked {

@@ -2,7 +2,7 @@
 
 use std::sync::Mutex;
 
-use crate::chat::{AnswerSlot, ChatKey, Inbound, Outbound, OutboundKind, Outbox};
+use chat::{AnswerSlot, ChatKey, Inbound, Outbound, OutboundKind, Outbox};
 
 pub(super) struct Replies<'a> {
     chat: &'a ChatKey,

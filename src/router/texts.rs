@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use super::command::MAX_INPUT_BYTES;
 use super::live::Work;
-use crate::codex::{
-    ApprovalPolicy, CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, SandboxMode,
-    ThreadSummary, TurnStatus,
-};
 use crate::session::SessionError;
 use crate::session::{FollowUp, Progress};
 use crate::session::{Mode, NamedChoice};
+use codex::{
+    ApprovalPolicy, CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, SandboxMode,
+    ThreadSummary, TurnStatus,
+};
 
 pub const EMPTY_MESSAGE: &str = "(empty message ignored)";
 pub const NOTHING_RUNNING: &str = "Nothing is running.";
@@ -864,7 +864,7 @@ pub const QUESTION_EXPIRED: &str = "Nobody answered Codex's question in time; Co
 
 /// One of Codex's questions: its header, the question, the options numbered with what
 /// each means, and how to answer.
-pub fn question(question: &crate::codex::UserQuestion, number: usize, of: usize) -> String {
+pub fn question(question: &codex::UserQuestion, number: usize, of: usize) -> String {
     let mut text = match of {
         1 => "Codex asks".to_owned(),
         of => format!("Codex asks ({number} of {of})"),

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::live::Work;
 use super::texts;
-use crate::chat::OutboundKind;
-use crate::codex::{Item, Notification, Phase, TokenUsage, TurnStatus};
+use chat::OutboundKind;
+use codex::{Item, Notification, Phase, TokenUsage, TurnStatus};
 
 /// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
 pub(super) const INTERRUPT_GRACE: Duration = Duration::from_secs(30);

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use tracing::info;
 
 use super::{Session, SessionError};
-use crate::chat::{Attachment, AttachmentKind, FetchError};
-use crate::codex::{CodexError, UserInput};
 use crate::transcription::TranscriptionError;
+use chat::{Attachment, AttachmentKind, FetchError};
+use codex::{CodexError, UserInput};
 
 /// The subfolder of the chat's folder that received files go to.
 pub const ATTACHMENTS_FOLDER: &str = "attachments";

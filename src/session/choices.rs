@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use tracing::warn;
 
 use super::{Session, SessionError};
-use crate::codex::{
+use crate::config::{FollowUp, Mode, NamedChoice, Progress};
+use codex::{
     ModelConfig, ModelInfo, PathKind, Permissions, RateLimits, RealPath, SandboxPolicy,
     TurnOverrides,
 };
-use crate::config::{FollowUp, Mode, NamedChoice, Progress};
-use crate::store::StoreError;
-pub use crate::store::{ChatChoices, Choice};
+use store::StoreError;
+pub use store::{ChatChoices, Choice};
 
 /// Why a folder was not taken; the chat is told, and nothing changes.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -92,7 +92,7 @@ impl Session {
             reason: error.to_string(),
         };
         let server = self.server().await.map_err(unchecked)?;
-        let codex_failed = |error: crate::codex::CodexError| unchecked(error.into());
+        let codex_failed = |error: codex::CodexError| unchecked(error.into());
         let mut real_roots = Vec::new();
         for root in roots {
             let real = server.resolve(root).await.map_err(codex_failed)?;

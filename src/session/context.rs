@@ -3,12 +3,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::codex::{Codex, CodexError};
 use crate::config::{ApprovalPolicy, Config, FollowUp, Progress, SandboxMode, WorkspaceMode};
-use crate::hygiene::Policy;
 use crate::metrics::Metrics;
-use crate::store::{Store, StoreError};
 use crate::transcription::Transcriber;
+use codex::{Codex, CodexError};
+use hygiene::Policy;
+use store::{Store, StoreError};
 
 use super::LoginCheck;
 

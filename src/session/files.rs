@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Session, SessionError};
-use crate::codex::{PathKind, RealPath};
+use codex::{PathKind, RealPath};
 
 /// Larger files are refused: Telegram's bots download at most 20 MB, and Discord's
 /// default upload limit is lower still for most servers.

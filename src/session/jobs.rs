@@ -2,8 +2,8 @@
 //! session, with the configured limit applied.
 
 use super::{Context, SessionError};
-use crate::chat::ChatKey;
-pub use crate::store::{Job, NewJob};
+use chat::ChatKey;
+pub use store::{Job, NewJob};
 
 impl Context {
     /// Stores a job; `None` when the chat has `max_jobs_per_chat` already.

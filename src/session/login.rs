@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::codex::{AccountState, AppServer, DeviceLogin, LoginOutcome, PendingLogin, SpawnSpec};
+use codex::{AccountState, AppServer, DeviceLogin, LoginOutcome, PendingLogin, SpawnSpec};
 
 use super::SessionError;
 
@@ -75,7 +75,7 @@ impl LoginCheck {
 
     /// What to tell people while server `name` has no login: log in here, or on the worker.
     pub fn missing_text(name: &str) -> &'static str {
-        match name == crate::codex::LOCAL {
+        match name == codex::LOCAL {
             true => LOGIN_MISSING,
             false => WORKER_LOGIN_MISSING,
         }

@@ -8,14 +8,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::chat::{AnswerStep, ChatKey, Ledger, Ticket};
-use crate::codex::{
+use crate::config::WorkspaceMode;
+use chat::{AnswerStep, ChatKey, Ledger, Ticket};
+use codex::{
     AppServer, CodexError, ModelConfig, OpenedThread, ThreadEvent, ThreadSettings, TokenUsage,
     TurnOverrides, TurnState, UserInput,
 };
-use crate::config::WorkspaceMode;
-use crate::hygiene::CompactionOutcome;
-use crate::store::{KeptAnswer, RetireReason, Role, StoreError, TurnRecord, Usage};
+use hygiene::CompactionOutcome;
+use store::{KeptAnswer, RetireReason, Role, StoreError, TurnRecord, Usage};
 
 mod attachments;
 mod choices;

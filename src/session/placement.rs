@@ -6,7 +6,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use super::{Session, SessionError};
-use crate::codex::{AppServer, ServerState};
+use codex::{AppServer, ServerState};
 
 /// Where a chat's thread runs, for `/status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +97,7 @@ impl Session {
     pub async fn on_remote_worker(&self) -> bool {
         self.server_name()
             .await
-            .is_some_and(|name| name != crate::codex::LOCAL)
+            .is_some_and(|name| name != codex::LOCAL)
     }
 
     /// Lets the chat's next thread be placed anew (after `/new`).

@@ -1,8 +1,8 @@
 //! The chat's row as the router sees it: the session's view of the store's record, so the
 //! router never names the store.
 
-use crate::hygiene::LastCompaction;
-use crate::store::ChatRecord;
+use hygiene::LastCompaction;
+use store::ChatRecord;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRow {

@@ -5,8 +5,8 @@
 use tracing::info;
 
 use super::{Session, SessionError};
-use crate::codex::{LastTurn, ThreadSummary};
-use crate::store::RetireReason;
+use codex::{LastTurn, ThreadSummary};
+use store::RetireReason;
 
 /// How many of the most recent threads `/resume` searches for an id prefix.
 const SEARCHED_PAGES: usize = 10;

@@ -13,8 +13,8 @@ pub mod workers;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
 use codex_gateway::App;
-use codex_gateway::chat::{ChatKey, Inbound, Outbound, OutboundKind, Platform};
 use codex_gateway::config::{ApprovalPolicy, Config, SandboxMode, WorkspaceMode};
 use tokio::sync::mpsc;
 
@@ -279,8 +279,8 @@ impl Chat {
     pub async fn decide(
         &self,
         app: &App,
-        id: codex_gateway::chat::ApprovalId,
-        decision: codex_gateway::chat::Decision,
+        id: chat::ApprovalId,
+        decision: chat::Decision,
     ) -> codex_gateway::router::ApprovalOutcome {
         let answer = codex_gateway::router::Answer {
             decision,
@@ -291,21 +291,16 @@ impl Chat {
 
     /// Sends a document `name` holding `bytes`, with `caption`.
     pub fn send_file(&self, app: &App, name: &str, bytes: Vec<u8>, caption: &str) {
-        let file = codex_gateway::chat::Attachment {
+        let file = chat::Attachment {
             name: name.into(),
-            kind: codex_gateway::chat::AttachmentKind::Document,
+            kind: chat::AttachmentKind::Document,
             size: Some(bytes.len() as u64),
             source: std::sync::Arc::new(InMemoryFile(bytes)),
         };
         self.send_with_files(app, caption, vec![file]);
     }
 
-    fn send_with_files(
-        &self,
-        app: &App,
-        text: &str,
-        attachments: Vec<codex_gateway::chat::Attachment>,
-    ) {
+    fn send_with_files(&self, app: &App, text: &str, attachments: Vec<chat::Attachment>) {
         app.router().dispatch(Inbound {
             chat: self.key.clone(),
             user: "tester".into(),
@@ -365,7 +360,7 @@ impl Chat {
     }
 
     /// Waits for the next approval prompt.
-    pub async fn approval(&mut self) -> codex_gateway::chat::ApprovalPrompt {
+    pub async fn approval(&mut self) -> chat::ApprovalPrompt {
         self.wait_for(|kind| match kind {
             OutboundKind::Approval(prompt) => Some(prompt.clone()),
             _ => None,
@@ -398,8 +393,8 @@ impl Chat {
 /// An attachment's bytes, already at hand.
 struct InMemoryFile(Vec<u8>);
 
-impl codex_gateway::chat::FetchFile for InMemoryFile {
-    fn fetch(&self, _limit: u64) -> codex_gateway::chat::Fetched<'_> {
+impl chat::FetchFile for InMemoryFile {
+    fn fetch(&self, _limit: u64) -> chat::Fetched<'_> {
         let bytes = self.0.clone();
         Box::pin(async move { Ok(bytes) })
     }

@@ -14,11 +14,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use crate::chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
 use crate::platform::approvals::ApprovalCard;
 use crate::platform::choices::ChoiceButton;
 use crate::platform::retry::Unsent;
 use crate::render;
+use chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
 use worker::Worker;
 
 /// How a chat's replies are paced.

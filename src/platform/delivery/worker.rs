@@ -9,11 +9,11 @@ use tokio::time::Instant;
 use tracing::{debug, error, warn};
 
 use super::{Job, Latest, Pace, Sink};
-use crate::chat::{AnswerStep, ApprovalId, Ledger, OutboundKind};
 use crate::platform::approvals::ApprovalCard;
 use crate::platform::retry::Unsent;
 use crate::platform::{choices, texts};
 use crate::{deadline, render};
+use chat::{AnswerStep, ApprovalId, Ledger, OutboundKind};
 
 /// How long a final answer is tried again after the retry policy gave up on it.
 const LATER_WINDOW: Duration = Duration::from_secs(15 * 60);
@@ -385,11 +385,7 @@ mod tests {
 
         async fn typing(&self) {}
 
-        async fn ask(
-            &self,
-            _card: &ApprovalCard,
-            _prompt: &crate::chat::ApprovalPrompt,
-        ) -> Option<()> {
+        async fn ask(&self, _card: &ApprovalCard, _prompt: &chat::ApprovalPrompt) -> Option<()> {
             None
         }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::chat::{Attachment, AttachmentKind, FetchError, FetchFile, Fetched};
+use chat::{Attachment, AttachmentKind, FetchError, FetchFile, Fetched};
 
 /// A download that takes longer has failed: the chat's turn waits for it.
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(120);

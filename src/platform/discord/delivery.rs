@@ -11,12 +11,12 @@ use serenity::all::{
 use serenity::http::Http;
 
 use super::PendingCommands;
-use crate::chat::{AnswerSlot, ApprovalPrompt, Decision};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure, Unsent};
 use crate::render;
+use chat::{AnswerSlot, ApprovalPrompt, Decision};
 
 pub(super) struct DiscordChat {
     pub(super) http: Arc<Http>,

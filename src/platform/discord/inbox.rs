@@ -6,8 +6,8 @@ use serenity::all::Message;
 use tracing::{error, info, warn};
 
 use super::Intake;
-use crate::chat::{Platform, Ticket};
-use crate::store::{self, Store};
+use chat::{Platform, Ticket};
+use store::{self, Store};
 
 pub(super) enum Accepted {
     New(Ticket),

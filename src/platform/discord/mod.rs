@@ -30,14 +30,14 @@ use super::choices;
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use super::texts;
-use crate::chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use crate::config::{DiscordConfig, is_admin};
 use crate::platform;
 use crate::platform::delivery::Pace;
 use crate::router::{Router, command};
-use crate::store::Store;
+use chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use order::InOrder;
 use state::{PendingCommands, ThreadParents};
+use store::Store;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {

@@ -9,8 +9,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::chat::Inbound;
 use crate::router::Router;
+use chat::Inbound;
 
 /// Far longer than two tasks of one burst take to start, far shorter than a person types.
 const HOLD: Duration = Duration::from_millis(20);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serenity::all::{ChannelId, CommandInteraction};
 use tokio::sync::watch;
 
-use crate::chat::AnswerSlot;
+use chat::AnswerSlot;
 
 /// Discord lets a bot answer an interaction for 15 minutes.
 const INTERACTION_LIFETIME: Duration = Duration::from_secs(15 * 60);

@@ -8,7 +8,7 @@ use teloxide::prelude::{Bot, Requester};
 use teloxide::types::{FileMeta, Message};
 use tracing::warn;
 
-use crate::chat::{Attachment, AttachmentKind, FetchError, FetchFile, Fetched};
+use chat::{Attachment, AttachmentKind, FetchError, FetchFile, Fetched};
 
 /// The files of `message`: the largest size of a photo, a document (an image one counts
 /// as an image), a voice note, an audio file or a video.

@@ -16,12 +16,12 @@ use teloxide::types::{
 
 use super::api::{self, BotApi, CallError};
 use super::{Shared, Target};
-use crate::chat::{AnswerSlot, ApprovalPrompt};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Unsent};
 use crate::render;
+use chat::{AnswerSlot, ApprovalPrompt};
 
 pub(super) struct TelegramChat {
     pub(super) shared: Arc<Shared>,

@@ -1,10 +1,10 @@
 //! Reading Telegram messages: who may talk, when the bot is addressed and which chat key
 //! a message belongs to (and back: where a chat key's answers go). Pure functions.
 
-use crate::chat::{ChatKey, Platform};
 use crate::config::GroupThreads;
 use crate::platform::mention;
 use crate::router::command::{self, Input};
+use chat::{ChatKey, Platform};
 
 /// Where a message came from, as far as routing cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,9 +7,9 @@ use teloxide::types::{Update, UpdateKind};
 use tracing::{error, info, warn};
 
 use super::{Intake, Shared, handle_update, intake_of};
-use crate::chat::{Outbox, Platform, Ticket};
 use crate::router::Router;
-use crate::store::{Accepted, Store};
+use chat::{Outbox, Platform, Ticket};
+use store::{Accepted, Store};
 
 /// What to do with one update of a batch.
 pub(super) enum Handling {

@@ -26,7 +26,6 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
-use crate::chat::{Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use crate::config::{self, TelegramConfig};
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
@@ -36,8 +35,9 @@ use crate::platform::intake::{IntakeHealth, keep_running};
 use crate::platform::refusals::Refusals;
 use crate::platform::texts;
 use crate::router::{Router, command};
-use crate::store::Store;
+use chat::{Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use inbound::Origin;
+use store::Store;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TelegramError {

@@ -5,11 +5,11 @@ use tracing::info;
 
 use super::Actor;
 use crate::clock::unix_now;
-use crate::codex::{ModelConfig, ModelInfo};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::session::{ChatChoices, Choice};
 use crate::session::{Mode, NamedChoice};
+use codex::{ModelConfig, ModelInfo};
 
 impl Actor {
     pub(super) async fn model(&mut self, replies: &Replies<'_>, name: &str) {

@@ -4,13 +4,13 @@
 use tracing::{error, info, warn};
 
 use super::Actor;
-use crate::codex::TurnStatus;
-use crate::hygiene::{self, Action, CompactionOutcome, Observation};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
 use crate::session::ChatRow;
 use crate::session::SessionError;
+use codex::TurnStatus;
+use hygiene::{self, Action, CompactionOutcome, Observation};
 
 impl Actor {
     /// `/compact`.

@@ -7,9 +7,9 @@ use std::path::Path;
 use tracing::{info, warn};
 
 use super::Actor;
-use crate::chat::OutboundKind;
 use crate::router::replies::Replies;
 use crate::router::texts;
+use chat::OutboundKind;
 
 /// Files offered under one reply, at most.
 const MAX_OFFERED: usize = 10;

@@ -7,16 +7,14 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::Actor;
-use crate::chat::{ActionKind, ApprovalId, ApprovalPrompt, Decision, OutboundKind, PromptEnd};
-use crate::codex::{
-    ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent,
-};
 use crate::deadline;
 use crate::router::approvals::codex_decision;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{Effect, Input, TurnEnd, TurnOutcome, TurnTracker};
 use crate::session::Progress;
+use chat::{ActionKind, ApprovalId, ApprovalPrompt, Decision, OutboundKind, PromptEnd};
+use codex::{ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent};
 
 /// How often a running turn's status is drawn again for its clock, when nothing else
 /// changed it.

@@ -4,15 +4,15 @@
 use tracing::{info, warn};
 
 use super::Actor;
-use crate::chat::Inbound;
 use crate::clock::unix_now;
-use crate::codex::TurnStatus;
 use crate::router::command::JobTarget;
 use crate::router::jobs::JobRun;
 use crate::router::replies::Replies;
 use crate::router::texts::jobs as said;
 use crate::schedule::{self, Rules, Schedule, ScheduleError};
 use crate::session::NewJob;
+use chat::Inbound;
+use codex::TurnStatus;
 
 /// Characters of a job's prompt shown by `/jobs`.
 const PROMPT_SHOWN: usize = 80;

@@ -9,12 +9,12 @@ use std::time::Duration;
 use tracing::{error, info, warn};
 
 use super::{Actor, ActorMsg, for_codex};
-use crate::chat::{Inbound, OutboundKind};
 use crate::clock::unix_now;
-use crate::codex::RateLimits;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::TurnOutcome;
+use chat::{Inbound, OutboundKind};
+use codex::RateLimits;
 
 /// When Codex did not say when the limit resets, the message is tried again this soon.
 const UNREPORTED_RESET_RETRY_SECS: i64 = 15 * 60;
@@ -156,7 +156,7 @@ fn used_up(limits: Option<&RateLimits>, now: i64) -> (Option<i64>, Option<i64>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codex::RateLimitWindow;
+    use codex::RateLimitWindow;
 
     fn window(used_percent: i64, minutes: i64, resets_at: Option<i64>) -> Option<RateLimitWindow> {
         Some(RateLimitWindow {

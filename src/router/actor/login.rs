@@ -6,9 +6,9 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use super::Actor;
-use crate::codex::LoginOutcome;
 use crate::router::replies::Replies;
 use crate::router::texts;
+use codex::LoginOutcome;
 
 /// How long a device code is waited on (OpenAI's codes last 15 minutes).
 const LOGIN_WAIT: Duration = Duration::from_secs(15 * 60);

@@ -3,13 +3,13 @@
 use tracing::{error, info, warn};
 
 use super::Actor;
-use crate::chat::{Inbound, OutboundKind, Ticket};
-use crate::codex::TurnStatus;
 use crate::router::command::{self, Input};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
 use crate::session::{ChatRow, Prompt, TurnRequest};
+use chat::{Inbound, OutboundKind, Ticket};
+use codex::TurnStatus;
 
 impl Actor {
     /// What a message gives Codex: its text, or its files with their caption. `None` when
@@ -212,7 +212,7 @@ impl Actor {
             self.ctx.metrics.error("codex_process_exited");
             self.session.lose_live_thread();
             match self.session.server_name().await {
-                Some(worker) if worker != crate::codex::LOCAL => {
+                Some(worker) if worker != codex::LOCAL => {
                     replies.notice(texts::worker_lost(&worker))
                 }
                 _ => replies.notice(texts::process_lost()),

@@ -33,8 +33,8 @@ use super::jobs::JobRun;
 use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
-use crate::chat::{ApprovalId, ChatKey, Inbound, Ticket};
 use crate::session::{Context, FollowUp, Progress, Prompt, Session, SessionError, TurnRequest};
+use chat::{ApprovalId, ChatKey, Inbound, Ticket};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),

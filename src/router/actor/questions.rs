@@ -4,9 +4,9 @@
 use tracing::{debug, info};
 
 use super::Actor;
-use crate::codex::{QuestionResponder, UserQuestion};
 use crate::router::replies::Replies;
 use crate::router::texts;
+use codex::{QuestionResponder, UserQuestion};
 
 impl Actor {
     /// Shows the request's first question now, or after those already waiting.

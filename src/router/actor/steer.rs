@@ -4,10 +4,10 @@
 use tracing::{info, warn};
 
 use super::{Actor, ActorMsg};
-use crate::chat::Inbound;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::session::{Choice, FollowUp, NamedChoice, Progress};
+use chat::Inbound;
 
 impl Actor {
     /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.

@@ -4,10 +4,10 @@
 use tracing::{info, warn};
 
 use super::Actor;
-use crate::codex::CodexError;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::session::SessionError;
+use codex::CodexError;
 
 impl Actor {
     /// Whether the chat's Codex server can take its message now; when its worker is

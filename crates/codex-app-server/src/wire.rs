@@ -334,7 +334,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codex::ApprovalDecision;
+    use crate::ApprovalDecision;
 
     fn shared() -> (Shared, mpsc::UnboundedReceiver<String>) {
         let (outgoing, written) = mpsc::unbounded_channel();

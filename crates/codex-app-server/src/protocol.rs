@@ -612,7 +612,7 @@ mod tests {
                 effort: None,
                 cwd: Some("/w".into()),
                 approval_policy: Some(ApprovalPolicy::Never),
-                sandbox_policy: Some(crate::codex::SandboxPolicy::WorkspaceWrite),
+                sandbox_policy: Some(crate::SandboxPolicy::WorkspaceWrite),
             }
         );
         // A policy the gateway has no name for is unknown, not an error.

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::{Store, StoreError, now};
-use crate::chat::Platform;
+use chat::Platform;
 
 /// Done messages are kept this long, so a platform's late duplicate is still known.
 const KEEP_DONE_SECS: i64 = 7 * 24 * 3600;

@@ -6,7 +6,7 @@ use tracing::warn;
 
 use super::StoreError;
 use super::records::{RetireReason, Role};
-use crate::hygiene::CompactionOutcome;
+use hygiene::CompactionOutcome;
 
 /// A stored enum's names; one table per type, so writing and reading cannot drift apart.
 pub(super) trait Stored: Copy + PartialEq + 'static {

@@ -1,7 +1,7 @@
 //! Scheduled jobs: what runs in which chat, when next, and how the last run went.
 
 use super::{Store, StoreError, now};
-use crate::chat::{ChatKey, Platform};
+use chat::{ChatKey, Platform};
 
 /// A job to store.
 pub struct NewJob<'a> {

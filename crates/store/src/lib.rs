@@ -10,8 +10,8 @@ use sqlx::sqlite::{
 };
 use tracing::instrument;
 
-use crate::chat::ChatKey;
-use crate::hygiene::CompactionOutcome;
+use chat::ChatKey;
+use hygiene::CompactionOutcome;
 use stored::Stored;
 
 mod choices;
@@ -58,7 +58,12 @@ pub struct Store {
     turns: tokio::sync::mpsc::UnboundedSender<turns::Job>,
 }
 
-use crate::clock::unix_now as now;
+/// Now, in seconds since the Unix epoch, as the store stamps rows (0 before it).
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() as i64)
+}
 
 /// Every chat's transcript is in the database: readable by the gateway's user only. The
 /// file is created (or tightened) to 0600 before SQLite opens it; SQLite gives its WAL and
@@ -112,7 +117,7 @@ impl Store {
             .connect_with(options)
             .await
             .map_err(open_error)?;
-        sqlx::migrate!()
+        sqlx::migrate!("../../migrations")
             .run(&pool)
             .await
             .map_err(|source| StoreError::Migrate {
@@ -364,8 +369,8 @@ async fn insert_history(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::Platform;
-    use crate::hygiene::LastCompaction;
+    use chat::Platform;
+    use hygiene::LastCompaction;
 
     async fn fresh() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();

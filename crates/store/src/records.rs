@@ -1,7 +1,7 @@
 //! The store's own row types.
 
 use super::stored::StoredOutcome;
-use crate::hygiene::LastCompaction;
+use hygiene::LastCompaction;
 
 /// A chat's row.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]

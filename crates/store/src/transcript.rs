@@ -4,7 +4,7 @@ use tracing::instrument;
 
 use super::stored::Stored;
 use super::{Role, Store, StoreError, now};
-use crate::chat::ChatKey;
+use chat::ChatKey;
 
 impl Store {
     #[instrument(skip_all, fields(chat = %chat, thread_id))]

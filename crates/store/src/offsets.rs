@@ -1,7 +1,7 @@
 //! Where each platform's update stream continues, so a restart neither skips nor replays.
 
 use super::{Store, StoreError};
-use crate::chat::Platform;
+use chat::Platform;
 
 impl Store {
     /// Where the platform's update stream continues, if it was ever stored.

@@ -5,7 +5,7 @@
 use tracing::instrument;
 
 use super::{Store, StoreError, now};
-use crate::chat::ChatKey;
+use chat::ChatKey;
 
 /// What a person chose for their chat; `None` keeps the gateway's default.
 #[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
