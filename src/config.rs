@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use chat::{FollowUp, Progress};
+
 mod workers;
 
 pub use codex::{ApprovalPolicy, SandboxMode};
@@ -71,94 +73,6 @@ impl Default for ChatConfig {
             progress: Progress::Status,
             max_attachment_mb: 20,
         }
-    }
-}
-
-/// What becomes of a message that arrives while the chat's turn runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FollowUp {
-    /// Codex hears it in the running turn (`turn/steer`).
-    Steer,
-    /// It waits and runs as the next turn.
-    Queue,
-}
-
-impl NamedChoice for FollowUp {
-    const NAMES: &'static [(FollowUp, &'static str)] =
-        &[(FollowUp::Steer, "steer"), (FollowUp::Queue, "queue")];
-}
-
-/// How much of a running turn a chat sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Progress {
-    /// One status message: elapsed time, what Codex does now, counts and plan.
-    Status,
-    /// The status plus every command with its exit code and every commentary line.
-    Verbose,
-    /// The typing indicator and the answer only.
-    Quiet,
-}
-
-impl NamedChoice for Progress {
-    const NAMES: &'static [(Progress, &'static str)] = &[
-        (Progress::Status, "status"),
-        (Progress::Verbose, "verbose"),
-        (Progress::Quiet, "quiet"),
-    ];
-}
-
-/// A chat's preset of sandbox and approval policy (`/mode`); without one the chat runs
-/// with `[codex] sandbox` and `approval_policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Codex reads; a command that writes fails in the sandbox, more asks first.
-    ReadOnly,
-    /// Codex writes in the workspace and asks for anything beyond it.
-    Auto,
-    /// No sandbox and no questions: admins only.
-    Full,
-}
-
-impl NamedChoice for Mode {
-    const NAMES: &'static [(Mode, &'static str)] = &[
-        (Mode::ReadOnly, "read-only"),
-        (Mode::Auto, "auto"),
-        (Mode::Full, "full"),
-    ];
-}
-
-impl Mode {
-    pub fn sandbox(self) -> SandboxMode {
-        match self {
-            Mode::ReadOnly => SandboxMode::ReadOnly,
-            Mode::Auto => SandboxMode::WorkspaceWrite,
-            Mode::Full => SandboxMode::DangerFullAccess,
-        }
-    }
-
-    pub fn approval_policy(self) -> ApprovalPolicy {
-        match self {
-            Mode::ReadOnly | Mode::Auto => ApprovalPolicy::OnRequest,
-            Mode::Full => ApprovalPolicy::Never,
-        }
-    }
-}
-
-/// A per-chat choice with a default in the config: its name is the config's spelling
-/// and what the store keeps for a chat that chose it.
-pub trait NamedChoice: Copy + PartialEq + 'static {
-    const NAMES: &'static [(Self, &'static str)];
-
-    fn name(self) -> &'static str {
-        let entry = Self::NAMES.iter().find(|(value, _)| *value == self);
-        entry.expect("every variant has a name").1
-    }
-
-    fn from_name(name: &str) -> Option<Self> {
-        let entry = Self::NAMES.iter().find(|(_, n)| *n == name);
-        entry.map(|(value, _)| *value)
     }
 }
 
@@ -700,6 +614,7 @@ mod tests {
 
     #[test]
     fn follow_up_names_are_the_configs() {
+        use chat::Named;
         for name in ["steer", "queue"] {
             let parsed: FollowUp = serde_json::from_value(serde_json::json!(name)).unwrap();
             assert_eq!(
@@ -716,6 +631,13 @@ mod tests {
             );
         }
         assert_eq!(Progress::from_name("loud"), None);
+        let refused = serde_json::from_value::<Progress>(serde_json::json!("loud")).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("one of status, verbose, quiet"),
+            "{refused}"
+        );
     }
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

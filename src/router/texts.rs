@@ -5,8 +5,9 @@ use std::time::Duration;
 use super::command::MAX_INPUT_BYTES;
 use super::live::Work;
 use crate::session::SessionError;
-use crate::session::{FollowUp, Progress};
-use crate::session::{Mode, NamedChoice};
+use crate::session::mode_permissions;
+use chat::{FollowUp, Progress};
+use chat::{Mode, Named};
 use codex::{
     ApprovalPolicy, CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, SandboxMode,
     ThreadSummary, TurnStatus,
@@ -646,7 +647,7 @@ pub const FULL_MODE_ADMINS_ONLY: &str =
 /// A mode as a person reads it: its name and what it means.
 fn mode_line(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
     let (sandbox, approvals) = match mode {
-        Some(mode) => (mode.sandbox(), mode.approval_policy()),
+        Some(mode) => mode_permissions(mode),
         None => configured,
     };
     let name = mode.map_or("default (the config's)", Mode::name);

@@ -4,16 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use tracing::warn;
-
 use super::{Session, SessionError};
-use crate::config::{FollowUp, Mode, NamedChoice, Progress};
+use chat::{ChatChoices, Chosen, FollowUp, Mode, Progress};
+use codex::{ApprovalPolicy, SandboxMode};
 use codex::{
     ModelConfig, ModelInfo, PathKind, Permissions, RateLimits, RealPath, SandboxPolicy,
     TurnOverrides,
 };
 use store::StoreError;
-pub use store::{ChatChoices, Choice};
 
 /// Why a folder was not taken; the chat is told, and nothing changes.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -59,22 +57,14 @@ impl Session {
     }
 
     /// Sets (or with `None` clears) one choice, from the next turn on.
-    pub async fn choose(&mut self, choice: Choice, value: Option<&str>) -> Result<(), StoreError> {
-        self.ctx.store.set_choice(&self.chat, choice, value).await?;
+    pub async fn choose(&mut self, chosen: Chosen) -> Result<(), StoreError> {
+        self.ctx.store.set_choice(&self.chat, &chosen).await?;
         let mut choices = self.choices().await?;
-        let value = value.map(str::to_owned);
-        match choice {
-            Choice::Model => choices.model = value,
-            Choice::Effort => choices.effort = value,
-            Choice::Folder => {
-                // Project layers of Codex's config depend on the folder.
-                self.model_config = None;
-                choices.folder = value
-            }
-            Choice::FollowUp => choices.follow_up = value,
-            Choice::Progress => choices.progress = value,
-            Choice::Mode => choices.mode = value,
+        if let Chosen::Folder(_) = chosen {
+            // Project layers of Codex's config depend on the folder.
+            self.model_config = None;
         }
+        choices.set(chosen);
         self.choices = Some(choices);
         Ok(())
     }
@@ -159,7 +149,7 @@ impl Session {
     pub(super) fn permissions(&self) -> Permissions {
         let settings = &self.ctx.settings;
         let (sandbox, approval_policy) = match self.mode() {
-            Some(mode) => (mode.sandbox(), mode.approval_policy()),
+            Some(mode) => mode_permissions(mode),
             None => (settings.sandbox, settings.approval_policy),
         };
         Permissions {
@@ -169,41 +159,22 @@ impl Session {
     }
 
     /// The chat's `/mode`, if it chose one (else the config's sandbox and approval policy
-    /// apply); an unknown stored mode is logged and ignored.
+    /// apply).
     pub fn mode(&self) -> Option<Mode> {
-        let chosen = self.choices.as_ref().and_then(|c| c.mode.as_deref())?;
-        let mode = Mode::from_name(chosen);
-        if mode.is_none() {
-            warn!(chat = %self.chat, chosen, "unknown stored mode; using the config's");
-        }
-        mode
+        self.choices.as_ref().and_then(|c| c.mode)
     }
 
     /// What a message sent during this chat's turn does: its choice, else the default.
-    /// Read once the chat's choices are loaded (every turn loads them first). A stored
-    /// choice this gateway does not know is logged and the default used: the message
-    /// still runs.
+    /// Read once the chat's choices are loaded (every turn loads them first).
     pub fn follow_up(&self) -> FollowUp {
-        let chosen = self.choices.as_ref().and_then(|c| c.follow_up.as_deref());
-        self.chosen_or_default(chosen, self.ctx.settings.follow_up, "follow-up")
+        let chosen = self.choices.as_ref().and_then(|c| c.follow_up);
+        chosen.unwrap_or(self.ctx.settings.follow_up)
     }
 
-    /// How this chat sees a running turn: its choice, else the default; like
-    /// [`Session::follow_up`], an unknown stored choice is logged and the default used.
+    /// How this chat sees a running turn: its choice, else the default.
     pub fn progress(&self) -> Progress {
-        let chosen = self.choices.as_ref().and_then(|c| c.progress.as_deref());
-        self.chosen_or_default(chosen, self.ctx.settings.progress, "progress")
-    }
-
-    fn chosen_or_default<T: NamedChoice>(&self, chosen: Option<&str>, default: T, what: &str) -> T {
-        let Some(chosen) = chosen else {
-            return default;
-        };
-        T::from_name(chosen).unwrap_or_else(|| {
-            let default_name = default.name();
-            warn!(chat = %self.chat, chosen, default = default_name, what, "unknown stored choice; using the default");
-            default
-        })
+        let chosen = self.choices.as_ref().and_then(|c| c.progress);
+        chosen.unwrap_or(self.ctx.settings.progress)
     }
 
     /// The folder the config fixes for this chat, if it does.
@@ -217,6 +188,15 @@ impl Session {
     pub(super) fn chosen_folder(&self) -> Option<&Path> {
         let chosen = self.choices.as_ref().and_then(|c| c.folder.as_deref());
         self.fixed_folder().or(chosen.map(Path::new))
+    }
+}
+
+/// A `/mode`'s sandbox and approval policy.
+pub fn mode_permissions(mode: Mode) -> (SandboxMode, ApprovalPolicy) {
+    match mode {
+        Mode::ReadOnly => (SandboxMode::ReadOnly, ApprovalPolicy::OnRequest),
+        Mode::Auto => (SandboxMode::WorkspaceWrite, ApprovalPolicy::OnRequest),
+        Mode::Full => (SandboxMode::DangerFullAccess, ApprovalPolicy::Never),
     }
 }
 

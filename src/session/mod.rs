@@ -27,10 +27,8 @@ mod placement;
 mod row;
 mod threads;
 
-/// What a message sent during a turn does: the config's default, or the chat's choice.
-pub use crate::config::{FollowUp, Mode, NamedChoice, Progress};
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
-pub use choices::{ChatChoices, Choice, FolderRefusal};
+pub use choices::{FolderRefusal, mode_permissions};
 pub use context::{Context, ScheduleSettings, SessionError, SessionSettings};
 pub use files::{GetRefusal, MAX_FILE_BYTES};
 pub use jobs::{Job, NewJob};
@@ -90,7 +88,7 @@ pub struct Session {
     /// What the person asked in the running turn, written with its reply.
     asked: Vec<String>,
     /// The chat's choices of model, effort and folder, once read.
-    choices: Option<ChatChoices>,
+    choices: Option<chat::ChatChoices>,
     /// Codex's configured model and provider for the chat's folder, once asked.
     model_config: Option<ModelConfig>,
     /// The Codex server holding the chat's thread, once known (see `placement`).

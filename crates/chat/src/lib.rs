@@ -1,4 +1,10 @@
-//! What flows between the chat platforms and the router.
+//! What flows between the chat platforms and the router, and what a chat chooses.
+
+pub mod choices;
+pub mod named;
+
+pub use choices::{ChatChoices, Chosen, FollowUp, Mode, Progress};
+pub use named::{Named, UnknownName};
 
 use std::fmt;
 use std::future::Future;
@@ -14,14 +20,14 @@ pub enum Platform {
     Discord,
 }
 
-impl Platform {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Console => "console",
-            Platform::Telegram => "telegram",
-            Platform::Discord => "discord",
-        }
-    }
+/// A platform's name is its part of every chat key, and what the store keeps.
+impl Named for Platform {
+    const WHAT: &'static str = "platform";
+    const NAMES: &'static [(Self, &'static str)] = &[
+        (Platform::Console, "console"),
+        (Platform::Telegram, "telegram"),
+        (Platform::Discord, "discord"),
+    ];
 }
 
 /// Identifies one conversation: a DM, a channel, or a topic/thread inside one.
@@ -58,7 +64,7 @@ impl ChatKey {
 
 impl fmt::Display for ChatKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.platform.as_str(), self.chat)?;
+        write!(f, "{}:{}", self.platform.name(), self.chat)?;
         if let Some(topic) = &self.topic {
             write!(f, "/{topic}")?;
         }

@@ -38,6 +38,16 @@ pub enum CompactionOutcome {
     Failed,
 }
 
+/// Kept by name with the chat's row.
+impl chat::Named for CompactionOutcome {
+    const WHAT: &'static str = "compaction outcome";
+    const NAMES: &'static [(Self, &'static str)] = &[
+        (CompactionOutcome::Reduced, "reduced"),
+        (CompactionOutcome::NoOp, "noop"),
+        (CompactionOutcome::Failed, "failed"),
+    ];
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LastCompaction {
     pub outcome: CompactionOutcome,

@@ -1,100 +1,76 @@
-//! A chat's own choices: model, reasoning effort, folder, what a message sent during
-//! a turn does, how much of a turn it sees and its mode, kept across restarts and
-//! `/new` (they live on the chat's row, which a new thread keeps).
+//! A chat's own choices (model, effort, folder, follow-up, progress, mode), on its row:
+//! kept across restarts and `/new` (a new thread keeps the row). Read strictly: a value
+//! this gateway does not know is an error, not a default.
 
+use chat::{ChatChoices, ChatKey, Chosen, FollowUp, Mode, Progress};
 use tracing::instrument;
 
+use super::stored::StoredName;
 use super::{Store, StoreError, now};
-use chat::ChatKey;
 
-/// What a person chose for their chat; `None` keeps the gateway's default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
-pub struct ChatChoices {
-    pub model: Option<String>,
-    pub effort: Option<String>,
-    pub folder: Option<String>,
-    /// `steer` or `queue`.
-    pub follow_up: Option<String>,
-    /// `status`, `verbose` or `quiet`.
-    pub progress: Option<String>,
-    /// `read-only`, `auto` or `full`.
-    pub mode: Option<String>,
+/// The choices as their columns hold them.
+#[derive(sqlx::FromRow)]
+struct ChoicesRow {
+    model: Option<String>,
+    effort: Option<String>,
+    folder: Option<String>,
+    follow_up: StoredName<FollowUp>,
+    progress: StoredName<Progress>,
+    mode: StoredName<Mode>,
 }
 
-/// One of the choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
-    Model,
-    Effort,
-    Folder,
-    FollowUp,
-    Progress,
-    Mode,
-}
-
-impl Choice {
-    /// The upsert of this choice; `cwd` is the thread's folder, written when a thread is
-    /// stored, so a chat without a row gets an empty one meanwhile.
-    fn upsert(self) -> &'static str {
-        match self {
-            Choice::Model => {
-                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, model)
-                 VALUES (?1, '', ?2, ?2, ?3)
-                 ON CONFLICT (chat_key) DO UPDATE SET model = excluded.model"
-            }
-            Choice::Effort => {
-                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, effort)
-                 VALUES (?1, '', ?2, ?2, ?3)
-                 ON CONFLICT (chat_key) DO UPDATE SET effort = excluded.effort"
-            }
-            Choice::Folder => {
-                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, folder)
-                 VALUES (?1, '', ?2, ?2, ?3)
-                 ON CONFLICT (chat_key) DO UPDATE SET folder = excluded.folder"
-            }
-            Choice::FollowUp => {
-                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, follow_up)
-                 VALUES (?1, '', ?2, ?2, ?3)
-                 ON CONFLICT (chat_key) DO UPDATE SET follow_up = excluded.follow_up"
-            }
-            Choice::Progress => {
-                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, progress)
-                 VALUES (?1, '', ?2, ?2, ?3)
-                 ON CONFLICT (chat_key) DO UPDATE SET progress = excluded.progress"
-            }
-            Choice::Mode => {
-                "INSERT INTO chats (chat_key, cwd, created_at, updated_at, mode)
-                 VALUES (?1, '', ?2, ?2, ?3)
-                 ON CONFLICT (chat_key) DO UPDATE SET mode = excluded.mode"
-            }
+impl From<ChoicesRow> for ChatChoices {
+    fn from(row: ChoicesRow) -> Self {
+        ChatChoices {
+            model: row.model,
+            effort: row.effort,
+            folder: row.folder,
+            follow_up: row.follow_up.0,
+            progress: row.progress.0,
+            mode: row.mode.0,
         }
+    }
+}
+
+/// The column a choice lives in.
+fn column(chosen: &Chosen) -> &'static str {
+    match chosen {
+        Chosen::Model(_) => "model",
+        Chosen::Effort(_) => "effort",
+        Chosen::Folder(_) => "folder",
+        Chosen::FollowUp(_) => "follow_up",
+        Chosen::Progress(_) => "progress",
+        Chosen::Mode(_) => "mode",
     }
 }
 
 impl Store {
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn choices(&self, chat: &ChatKey) -> Result<ChatChoices, StoreError> {
-        let choices = sqlx::query_as(
+        let row: Option<ChoicesRow> = sqlx::query_as(
             "SELECT model, effort, folder, follow_up, progress, mode FROM chats WHERE chat_key = ?",
         )
         .bind(chat.to_string())
         .fetch_optional(&self.pool)
         .await?;
-        Ok(choices.unwrap_or_default())
+        Ok(row.map(ChatChoices::from).unwrap_or_default())
     }
 
-    /// Sets (or with `None` clears) one choice; a chat without a row yet gets one.
-    #[instrument(skip_all, fields(chat = %chat, ?choice))]
-    pub async fn set_choice(
-        &self,
-        chat: &ChatKey,
-        choice: Choice,
-        value: Option<&str>,
-    ) -> Result<(), StoreError> {
-        sqlx::query(choice.upsert())
+    /// Sets (or with `None` clears) one choice; a chat without a row yet gets one (its
+    /// `cwd` is written when a thread is stored).
+    #[instrument(skip_all, fields(chat = %chat, column = column(chosen)))]
+    pub async fn set_choice(&self, chat: &ChatKey, chosen: &Chosen) -> Result<(), StoreError> {
+        let column = column(chosen);
+        // The column is one of the names above, never input.
+        let upsert = format!(
+            "INSERT INTO chats (chat_key, cwd, created_at, updated_at, {column})
+             VALUES (?1, '', ?2, ?2, ?3)
+             ON CONFLICT (chat_key) DO UPDATE SET {column} = excluded.{column}"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(upsert))
             .bind(chat.to_string())
             .bind(now())
-            .bind(value)
+            .bind(chosen.stored())
             .execute(&self.pool)
             .await?;
         Ok(())

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::{Store, StoreError, now};
+use chat::Named;
 use chat::Platform;
 
 /// Done messages are kept this long, so a platform's late duplicate is still known.
@@ -63,7 +64,7 @@ impl Store {
             let accepted_at = now();
             query.push("INSERT INTO inbox (platform, message_key, payload, accepted_at) ");
             query.push_values(accepted, |mut row, message| {
-                row.push_bind(platform.as_str())
+                row.push_bind(platform.name())
                     .push_bind(&message.key)
                     .push_bind(message.payload)
                     .push_bind(accepted_at);
@@ -73,7 +74,7 @@ impl Store {
         }
         if let Some(next_offset) = next_offset {
             query.push("INSERT INTO platform_offsets (platform, next_offset) VALUES (");
-            query.push_bind(platform.as_str()).push(", ");
+            query.push_bind(platform.name()).push(", ");
             query
                 .push_bind(next_offset)
                 .push(") ON CONFLICT (platform) DO UPDATE SET next_offset = excluded.next_offset");
@@ -105,7 +106,7 @@ impl Store {
                     handed_over_turn IS NOT NULL AS handed_over FROM inbox
              WHERE platform = ? AND state != 'done' ORDER BY id",
         )
-        .bind(platform.as_str())
+        .bind(platform.name())
         .fetch_all(&self.pool)
         .await?;
         Ok(rows)

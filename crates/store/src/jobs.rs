@@ -1,6 +1,9 @@
 //! Scheduled jobs: what runs in which chat, when next, and how the last run went.
 
 use super::{Store, StoreError, now};
+use chat::Named;
+
+use super::stored;
 use chat::{ChatKey, Platform};
 
 /// A job to store.
@@ -58,17 +61,7 @@ macro_rules! select_jobs {
 
 impl JobRow {
     fn job(self) -> Result<Job, StoreError> {
-        let platform = match self.platform.as_str() {
-            "telegram" => Platform::Telegram,
-            "discord" => Platform::Discord,
-            "console" => Platform::Console,
-            _ => {
-                return Err(StoreError::UnknownValue {
-                    column: "jobs.platform",
-                    value: self.platform,
-                });
-            }
-        };
+        let platform = stored::read::<Platform>(&self.platform)?;
         let mut chat = ChatKey::new(platform, self.chat);
         chat.topic = self.topic;
         Ok(Job {
@@ -101,7 +94,7 @@ impl Store {
         let count: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM jobs WHERE platform = ? AND chat = ? AND topic IS ?",
         )
-        .bind(job.chat.platform.as_str())
+        .bind(job.chat.platform.name())
         .bind(&job.chat.chat)
         .bind(&job.chat.topic)
         .fetch_one(&mut *tx)
@@ -114,7 +107,7 @@ impl Store {
                                next_run, created_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         )
-        .bind(job.chat.platform.as_str())
+        .bind(job.chat.platform.name())
         .bind(&job.chat.chat)
         .bind(&job.chat.topic)
         .bind(job.creator)
@@ -134,7 +127,7 @@ impl Store {
         let rows = sqlx::query_as(select_jobs!(
             "WHERE platform = ? AND chat = ? AND topic IS ? ORDER BY id"
         ))
-        .bind(chat.platform.as_str())
+        .bind(chat.platform.name())
         .bind(&chat.chat)
         .bind(&chat.topic)
         .fetch_all(&self.pool)

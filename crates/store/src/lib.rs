@@ -11,8 +11,8 @@ use sqlx::sqlite::{
 use tracing::instrument;
 
 use chat::ChatKey;
+use chat::Named;
 use hygiene::CompactionOutcome;
-use stored::Stored;
 
 mod choices;
 mod inbox;
@@ -23,7 +23,6 @@ mod stored;
 mod transcript;
 mod turns;
 
-pub use choices::{ChatChoices, Choice};
 pub use inbox::{Accepted, KeptAnswer, Unfinished};
 pub use jobs::{Job, NewJob};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
@@ -47,8 +46,10 @@ pub enum StoreError {
     /// The shared commit of several chats' turns failed (each of them gets this).
     #[error("could not record the turn: {0}")]
     TurnsNotWritten(String),
-    #[error("the database holds {value:?} in {column}, which this gateway does not know")]
-    UnknownValue { column: &'static str, value: String },
+    #[error(
+        "the database holds {value:?} as a {what}, which this gateway does not know (written by a newer version?)"
+    )]
+    UnknownValue { what: &'static str, value: String },
 }
 
 #[derive(Clone, Debug)]
@@ -342,7 +343,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
-            .map(|(id, reason)| Ok((id, RetireReason::parse(&reason)?)))
+            .map(|(id, reason)| Ok((id, stored::read::<RetireReason>(&reason)?)))
             .collect()
     }
 }
@@ -410,31 +411,37 @@ mod tests {
         }
         drop(connection);
         let row = store.chat(&chat).await.unwrap_err().to_string();
-        assert!(row.contains("column last_compaction"), "{row}");
+        assert!(
+            row.contains("\"last_compaction\"")
+                && row.contains("\"half-done\" as a compaction outcome"),
+            "{row}"
+        );
         let history = store.thread_history(&chat).await.unwrap_err().to_string();
         assert!(
-            history.contains("thread_history.reason") && history.contains("moved"),
+            history.contains("reason a thread was retired") && history.contains("moved"),
             "{history}"
         );
     }
 
     #[tokio::test]
     async fn choices_outlive_a_new_thread_and_a_reopen() {
+        use chat::{ChatChoices, Chosen, FollowUp, Mode};
         let (dir, store) = fresh().await;
         let chat = key("c");
         assert_eq!(store.choices(&chat).await.unwrap(), ChatChoices::default());
-        store
-            .set_choice(&chat, Choice::Model, Some("m1"))
-            .await
-            .unwrap();
+        let model = Chosen::Model(Some("m1".into()));
+        store.set_choice(&chat, &model).await.unwrap();
         store
             .set_thread(&chat, "local", "/w/c", "t1", None)
             .await
             .unwrap();
-        store
-            .set_choice(&chat, Choice::Folder, Some("/p/x"))
-            .await
-            .unwrap();
+        for chosen in [
+            Chosen::Folder(Some("/p/x".into())),
+            Chosen::Mode(Some(Mode::ReadOnly)),
+            Chosen::FollowUp(Some(FollowUp::Queue)),
+        ] {
+            store.set_choice(&chat, &chosen).await.unwrap();
+        }
         store.retire_thread(&chat, RetireReason::New).await.unwrap();
         store.close().await;
         let store = Store::open(&dir.path().join("nested/gateway.db"))
@@ -443,9 +450,19 @@ mod tests {
         let choices = store.choices(&chat).await.unwrap();
         assert_eq!(choices.model.as_deref(), Some("m1"));
         assert_eq!(choices.folder.as_deref(), Some("/p/x"));
+        assert_eq!(choices.mode, Some(Mode::ReadOnly));
+        assert_eq!(choices.follow_up, Some(FollowUp::Queue));
         assert_eq!(choices.effort, None);
-        store.set_choice(&chat, Choice::Model, None).await.unwrap();
+        store.set_choice(&chat, &Chosen::Model(None)).await.unwrap();
         assert_eq!(store.choices(&chat).await.unwrap().model, None);
+
+        // A value this gateway does not know (a newer one's) is an error, not a default.
+        sqlx::query("UPDATE chats SET progress = 'loud'")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        let unknown = store.choices(&chat).await.unwrap_err().to_string();
+        assert!(unknown.contains("\"loud\" as a progress"), "{unknown}");
     }
 
     #[tokio::test]

@@ -1,7 +1,7 @@
 //! The store's own row types.
 
-use super::stored::StoredOutcome;
-use hygiene::LastCompaction;
+use super::stored::StoredName;
+use hygiene::{CompactionOutcome, LastCompaction};
 
 /// A chat's row.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -14,8 +14,7 @@ pub struct ChatRecord {
     pub last_tokens: Option<i64>,
     pub total_tokens: Option<i64>,
     pub context_window: Option<i64>,
-    #[sqlx(try_from = "Option<String>")]
-    last_compaction: StoredOutcome,
+    last_compaction: StoredName<CompactionOutcome>,
     last_compaction_turn: Option<i64>,
 }
 

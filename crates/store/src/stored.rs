@@ -1,94 +1,94 @@
-//! Enums the store keeps as text: each is written as its name and read back strictly. An
-//! unknown stored value (a newer gateway's, or a hand edit) is an error with a log line,
-//! never quietly read as some default.
+//! Enums the store keeps as text: each is written as its name ([`Named`]) and read back
+//! strictly. An unknown stored value (a newer gateway's, or a hand edit) is an error with
+//! a log line, never quietly read as some default.
 
+use chat::Named;
+use sqlx::Sqlite;
+use sqlx::error::BoxDynError;
+use sqlx::sqlite::{SqliteTypeInfo, SqliteValueRef};
 use tracing::warn;
 
 use super::StoreError;
 use super::records::{RetireReason, Role};
-use hygiene::CompactionOutcome;
 
-/// A stored enum's names; one table per type, so writing and reading cannot drift apart.
-pub(super) trait Stored: Copy + PartialEq + 'static {
-    /// The column it lives in, for the error.
-    const COLUMN: &'static str;
-    const NAMES: &'static [(Self, &'static str)];
-
-    fn name(self) -> &'static str {
-        let entry = Self::NAMES.iter().find(|(value, _)| *value == self);
-        entry.expect("every variant has a name").1
-    }
-
-    fn parse(text: &str) -> Result<Self, StoreError> {
-        match Self::NAMES.iter().find(|(_, name)| *name == text) {
-            Some((value, _)) => Ok(*value),
-            None => {
-                warn!(
-                    column = Self::COLUMN,
-                    value = text,
-                    "unknown value in the database"
-                );
-                Err(StoreError::UnknownValue {
-                    column: Self::COLUMN,
-                    value: text.to_owned(),
-                })
-            }
+/// The value a column holds by name.
+pub(crate) fn read<T: Named>(text: &str) -> Result<T, StoreError> {
+    T::parse(text).map_err(|unknown| {
+        warn!(
+            what = T::WHAT,
+            value = text,
+            "unknown value in the database"
+        );
+        StoreError::UnknownValue {
+            what: T::WHAT,
+            value: unknown.value,
         }
+    })
+}
+
+/// A nullable column of a [`Named`] type, read strictly as its row is: an unknown name
+/// fails the row's decoding with [`StoreError::UnknownValue`] as the reason.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StoredName<T>(pub(crate) Option<T>);
+
+impl<T: Named> TryFrom<Option<String>> for StoredName<T> {
+    type Error = StoreError;
+
+    fn try_from(text: Option<String>) -> Result<Self, StoreError> {
+        text.as_deref().map(read).transpose().map(StoredName)
     }
 }
 
-impl Stored for RetireReason {
-    const COLUMN: &'static str = "thread_history.reason";
+impl<T> sqlx::Type<Sqlite> for StoredName<T> {
+    fn type_info() -> SqliteTypeInfo {
+        <String as sqlx::Type<Sqlite>>::type_info()
+    }
+
+    fn compatible(ty: &SqliteTypeInfo) -> bool {
+        <String as sqlx::Type<Sqlite>>::compatible(ty)
+    }
+}
+
+impl<T: Named> sqlx::Decode<'_, Sqlite> for StoredName<T> {
+    fn decode(value: SqliteValueRef<'_>) -> Result<Self, BoxDynError> {
+        let text = <Option<String> as sqlx::Decode<Sqlite>>::decode(value)?;
+        Ok(StoredName::try_from(text)?)
+    }
+}
+
+impl Named for RetireReason {
+    const WHAT: &'static str = "reason a thread was retired";
     const NAMES: &'static [(Self, &'static str)] = &[
         (RetireReason::New, "new"),
         (RetireReason::RolloutMissing, "rollout_missing"),
     ];
 }
 
-impl Stored for Role {
-    const COLUMN: &'static str = "transcript.role";
+impl Named for Role {
+    const WHAT: &'static str = "transcript role";
     const NAMES: &'static [(Self, &'static str)] =
         &[(Role::User, "user"), (Role::Assistant, "assistant")];
 }
 
-impl Stored for CompactionOutcome {
-    const COLUMN: &'static str = "chats.last_compaction";
-    const NAMES: &'static [(Self, &'static str)] = &[
-        (CompactionOutcome::Reduced, "reduced"),
-        (CompactionOutcome::NoOp, "noop"),
-        (CompactionOutcome::Failed, "failed"),
-    ];
-}
-
-/// A chat row's last compaction, read strictly as the row is (see `ChatRecord`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct StoredOutcome(pub(super) Option<CompactionOutcome>);
-
-impl TryFrom<Option<String>> for StoredOutcome {
-    type Error = StoreError;
-
-    fn try_from(text: Option<String>) -> Result<Self, StoreError> {
-        text.as_deref()
-            .map(CompactionOutcome::parse)
-            .transpose()
-            .map(StoredOutcome)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use chat::{FollowUp, Mode, Progress};
+    use hygiene::CompactionOutcome;
+
     use super::*;
 
-    fn round_trips<T: Stored + std::fmt::Debug>() {
+    fn round_trips<T: Named + std::fmt::Debug>() {
         for (value, name) in T::NAMES {
-            assert_eq!(value.name(), *name);
-            assert_eq!(T::parse(name).unwrap(), *value);
+            assert_eq!(read::<T>(name).unwrap(), *value);
         }
-        let unknown = T::parse("something-newer").unwrap_err().to_string();
+        let unknown = read::<T>("something-newer").unwrap_err().to_string();
         assert!(
-            unknown.contains(T::COLUMN) && unknown.contains("something-newer"),
+            unknown.contains(T::WHAT) && unknown.contains("something-newer"),
             "{unknown}"
         );
+        let none = StoredName::<T>::try_from(None).unwrap();
+        assert_eq!(none.0, None);
+        assert!(StoredName::<T>::try_from(Some("weird".into())).is_err());
     }
 
     #[test]
@@ -96,7 +96,8 @@ mod tests {
         round_trips::<RetireReason>();
         round_trips::<Role>();
         round_trips::<CompactionOutcome>();
-        assert_eq!(StoredOutcome::try_from(None).unwrap(), StoredOutcome(None));
-        assert!(StoredOutcome::try_from(Some("weird".into())).is_err());
+        round_trips::<FollowUp>();
+        round_trips::<Progress>();
+        round_trips::<Mode>();
     }
 }

@@ -2,9 +2,10 @@
 
 use tracing::instrument;
 
-use super::stored::Stored;
+use super::stored;
 use super::{Role, Store, StoreError, now};
 use chat::ChatKey;
+use chat::Named;
 
 impl Store {
     #[instrument(skip_all, fields(chat = %chat, thread_id))]
@@ -81,7 +82,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
-            .map(|(role, text)| Ok((Role::parse(&role)?, text)))
+            .map(|(role, text)| Ok((stored::read::<Role>(&role)?, text)))
             .collect()
     }
 }

@@ -7,8 +7,7 @@ use super::Actor;
 use crate::clock::unix_now;
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::session::{ChatChoices, Choice};
-use crate::session::{Mode, NamedChoice};
+use chat::{ChatChoices, Chosen, Mode, Named};
 use codex::{ModelConfig, ModelInfo};
 
 impl Actor {
@@ -45,12 +44,16 @@ impl Actor {
         if let (Some(effort), Some(listed)) = (&choices.effort, listed)
             && !listed.efforts().any(|e| e == effort)
         {
-            if let Err(error) = self.session.choose(Choice::Effort, None).await {
+            if let Err(error) = self.session.choose(Chosen::Effort(None)).await {
                 return replies.notice(texts::choice_unstored(&error));
             }
             answer.push_str(&texts::effort_dropped(effort));
         }
-        match self.session.choose(Choice::Model, Some(&model)).await {
+        match self
+            .session
+            .choose(Chosen::Model(Some(model.clone())))
+            .await
+        {
             Ok(()) => {
                 info!(chat = %self.chat, model, "model chosen");
                 replies.notice(answer)
@@ -95,7 +98,11 @@ impl Actor {
                 return replies.notice(texts::no_such_effort(&name, level, &levels));
             }
         };
-        match self.session.choose(Choice::Effort, Some(level)).await {
+        match self
+            .session
+            .choose(Chosen::Effort(Some(level.to_owned())))
+            .await
+        {
             Ok(()) => replies.notice(answer),
             Err(error) => replies.notice(texts::choice_unstored(&error)),
         }
@@ -121,7 +128,7 @@ impl Actor {
         let configured = (settings.sandbox, settings.approval_policy);
         if name.is_empty() {
             let text = texts::mode_listing(self.session.mode(), configured);
-            let options = Mode::NAMES.iter().map(|(_, name)| (*name).to_owned());
+            let options = Mode::names().map(str::to_owned);
             let options = options.chain(["default".to_owned()]).collect();
             return replies.choices(text, "mode", options);
         }
@@ -134,11 +141,7 @@ impl Actor {
             info!(chat = %self.chat, "full mode refused: not an admin");
             return replies.notice(texts::FULL_MODE_ADMINS_ONLY);
         }
-        match self
-            .session
-            .choose(Choice::Mode, mode.map(Mode::name))
-            .await
-        {
+        match self.session.choose(Chosen::Mode(mode)).await {
             Ok(()) => {
                 info!(chat = %self.chat, mode = mode.map(Mode::name), "mode chosen");
                 replies.notice(texts::mode_chosen(mode, configured))
@@ -169,7 +172,11 @@ impl Actor {
             Ok(folder) => folder.display().to_string(),
             Err(refusal) => return replies.notice(texts::nothing_changed(&refusal)),
         };
-        match self.session.choose(Choice::Folder, Some(&folder)).await {
+        match self
+            .session
+            .choose(Chosen::Folder(Some(folder.clone())))
+            .await
+        {
             Ok(()) => {
                 info!(chat = %self.chat, folder, "folder chosen");
                 replies.notice(texts::folder_chosen(&folder))

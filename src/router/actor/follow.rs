@@ -12,7 +12,7 @@ use crate::router::approvals::codex_decision;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{Effect, Input, TurnEnd, TurnOutcome, TurnTracker};
-use crate::session::Progress;
+use chat::Progress;
 use chat::{ActionKind, ApprovalId, ApprovalPrompt, Decision, OutboundKind, PromptEnd};
 use codex::{ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent};
 

@@ -33,8 +33,9 @@ use super::jobs::JobRun;
 use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
-use crate::session::{Context, FollowUp, Progress, Prompt, Session, SessionError, TurnRequest};
+use crate::session::{Context, Prompt, Session, SessionError, TurnRequest};
 use chat::{ApprovalId, ChatKey, Inbound, Ticket};
+use chat::{FollowUp, Progress};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),

@@ -6,14 +6,12 @@ use tracing::{info, warn};
 use super::{Actor, ActorMsg};
 use crate::router::replies::Replies;
 use crate::router::texts;
-use crate::session::{Choice, FollowUp, NamedChoice, Progress};
-use chat::Inbound;
+use chat::{Chosen, FollowUp, Inbound, Progress};
 
 impl Actor {
     /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.
     pub(super) async fn choose_follow_up(&mut self, replies: &Replies<'_>, follow_up: FollowUp) {
-        let value = follow_up.name();
-        match self.session.choose(Choice::FollowUp, Some(value)).await {
+        match self.session.choose(Chosen::FollowUp(Some(follow_up))).await {
             Ok(()) => replies.notice(texts::follow_up_chosen(follow_up)),
             Err(error) => self.report(replies, &error.into()),
         }
@@ -29,11 +27,7 @@ impl Actor {
             true => Progress::Status,
             false => progress,
         };
-        match self
-            .session
-            .choose(Choice::Progress, Some(chosen.name()))
-            .await
-        {
+        match self.session.choose(Chosen::Progress(Some(chosen))).await {
             Ok(()) => replies.notice(texts::progress_chosen(chosen)),
             Err(error) => self.report(replies, &error.into()),
         }
