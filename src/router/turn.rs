@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::live::Work;
 use super::texts;
 use chat::OutboundKind;
-use codex::{Item, Notification, Phase, TokenUsage, TurnStatus};
+use codex::{Item, Notification, Phase, TokenUsage, TurnAnswer, TurnStatus};
 
 /// After an interrupt, how long to wait for Codex to close the turn before giving up on it.
 pub(super) const INTERRUPT_GRACE: Duration = Duration::from_secs(30);
@@ -106,8 +106,8 @@ pub(super) struct TurnTracker {
     stop_pending: bool,
     /// The agent message being streamed.
     streaming: String,
-    /// The agent's finished messages, in order, with their phases.
-    messages: Vec<(String, Phase)>,
+    /// The turn's answer, from its finished messages.
+    answer: TurnAnswer,
     /// The deadline counts Codex's silence, not the turn's length, until a timeout, a
     /// cap or a shutdown fixes it.
     deadline_fixed: bool,
@@ -134,7 +134,7 @@ impl TurnTracker {
             started: false,
             stop_pending: false,
             streaming: String::new(),
-            messages: Vec::new(),
+            answer: TurnAnswer::default(),
             deadline_fixed: false,
             last_error: None,
             trouble: None,
@@ -233,24 +233,11 @@ impl TurnTracker {
         Vec::new()
     }
 
-    /// The final answer of the turn: its `final_answer` messages; for models that send
-    /// no phase, its last message. Commentary is the answer only when there is nothing
-    /// else; a turn cut short answers with what it was writing.
+    /// The turn's answer (`codex::TurnAnswer`'s rule); a turn cut short before it wrote
+    /// a message answers with what it was writing.
     fn answer(&self, completed: bool) -> String {
-        let of = |phase: Phase| -> Vec<&str> {
-            let messages = self.messages.iter().filter(|(_, p)| *p == phase);
-            messages.map(|(text, _)| text.as_str()).collect()
-        };
-        let finals = of(Phase::FinalAnswer);
-        if !finals.is_empty() {
-            return finals.join("\n\n");
-        }
-        let last = of(Phase::Unknown)
-            .last()
-            .or(of(Phase::Commentary).last())
-            .copied();
-        match last {
-            Some(text) => text.to_owned(),
+        match self.answer.text() {
+            Some(text) => text,
             None if !completed => self.streaming.trim().to_owned(),
             None => String::new(),
         }
@@ -333,35 +320,24 @@ impl TurnTracker {
 
     fn on_item(&mut self, item: Item) -> Vec<Effect> {
         self.outcome.work.item_completed(&item);
+        self.answer.take(&item);
         match item {
             Item::AgentMessage { text, phase } => {
                 self.streaming.clear();
-                if text.is_empty() {
-                    return Vec::new();
-                }
-                if phase != Phase::Commentary {
-                    // A phase-less message may be the answer: it is shown once, as that.
-                    self.messages.push((text, phase));
+                // A phase-less message may be the answer: it is shown once, as that.
+                if text.is_empty() || phase != Phase::Commentary {
                     return Vec::new();
                 }
                 self.outcome.work.commentary(&text);
-                self.messages.push((text.clone(), phase));
                 vec![Effect::Show(OutboundKind::Progress(text)), Effect::Status]
             }
-            Item::Review { text } => {
-                // A review's findings come as its result and again as a message.
-                let repeated = self.messages.last().map(|(last, _)| last) == Some(&text);
-                if !text.is_empty() && !repeated {
-                    self.messages.push((text, Phase::FinalAnswer));
-                }
-                Vec::new()
-            }
+            Item::Review { .. } => Vec::new(),
             Item::CommandExecution { .. } | Item::FileChange { .. } => vec![Effect::Status],
             Item::ContextCompaction => {
                 self.outcome.compacted = true;
                 Vec::new()
             }
-            Item::Other { .. } => Vec::new(),
+            Item::UserMessage { .. } | Item::Other { .. } => Vec::new(),
         }
     }
 }

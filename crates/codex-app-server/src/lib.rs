@@ -1,5 +1,6 @@
 //! Client for `codex app-server`: knows JSON-RPC and Codex threads, nothing of chats.
 
+mod answer;
 mod catalog;
 mod error;
 mod files;
@@ -18,6 +19,7 @@ mod unread;
 mod wire;
 mod workers;
 
+pub use answer::TurnAnswer;
 pub use catalog::{
     ModelConfig, ModelInfo, Permissions, RateLimitWindow, RateLimits, SandboxPolicy, TurnOverrides,
 };

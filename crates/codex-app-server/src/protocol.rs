@@ -177,6 +177,10 @@ pub struct TokenUsage {
 /// A finished item of a turn (`item/completed` is the source of truth).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
+    /// What a person (or another client) asked, its text parts joined.
+    UserMessage {
+        text: String,
+    },
     AgentMessage {
         text: String,
         phase: Phase,
@@ -436,8 +440,11 @@ impl Notification {
 }
 
 impl Item {
-    fn parse(item: &Value) -> Self {
+    pub(crate) fn parse(item: &Value) -> Self {
         match item.get("type").and_then(Value::as_str).unwrap_or("") {
+            "userMessage" => Item::UserMessage {
+                text: user_text(item),
+            },
             "agentMessage" => Item::AgentMessage {
                 text: text(item, "text").unwrap_or_default(),
                 phase: match item.get("phase").and_then(Value::as_str) {
@@ -470,6 +477,16 @@ impl Item {
             },
         }
     }
+}
+
+/// A `userMessage` item's text parts, joined with spaces (images and the like have none).
+fn user_text(item: &Value) -> String {
+    let parts = item.get("content").and_then(Value::as_array);
+    let texts = parts
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str());
+    texts.collect::<Vec<_>>().join(" ")
 }
 
 impl ApprovalRequest {

@@ -6,9 +6,10 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::answer::TurnAnswer;
 use super::error::CodexError;
 use super::process::AppServer;
-use super::protocol::{TurnInfo, TurnStatus};
+use super::protocol::{Item, TurnError, TurnStatus};
 
 /// How a turn stands, as the thread's history has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,22 +68,42 @@ impl AppServer {
         turn_id: &str,
     ) -> Result<Option<TurnState>, CodexError> {
         let params = json!({"threadId": thread_id, "limit": RECENT_TURNS, "itemsView": "full"});
-        let page: Value = self.request("thread/turns/list", params).await?;
-        let turns = page["data"].as_array().map_or(&[][..], Vec::as_slice);
-        let Some(turn) = turns.iter().find(|turn| turn["id"] == turn_id) else {
+        let page: TurnsPage = self.request("thread/turns/list", params).await?;
+        let Some(turn) = page.data.into_iter().find(|turn| turn.id == turn_id) else {
             return Ok(None);
         };
-        let info: TurnInfo =
-            serde_json::from_value(turn.clone()).map_err(|error| CodexError::Protocol {
-                method: "thread/turns/list".into(),
-                message: error.to_string(),
-            })?;
+        let mut answer = TurnAnswer::default();
+        turn.items.iter().for_each(|item| answer.take(item));
         Ok(Some(TurnState {
-            status: info.status.unwrap_or(TurnStatus::Completed),
-            error: info.error.map(|e| e.message),
-            answer: final_answer(turn["items"].as_array().map_or(&[][..], Vec::as_slice)),
+            status: turn.status.unwrap_or(TurnStatus::Completed),
+            error: turn.error.map(|e| e.message),
+            answer: answer.text().unwrap_or_default(),
         }))
     }
+}
+
+/// A page of `thread/turns/list`.
+#[derive(Deserialize)]
+struct TurnsPage {
+    data: Vec<StoredTurn>,
+}
+
+/// A turn as the thread's history keeps it (`itemsView: "full"`).
+#[derive(Deserialize)]
+struct StoredTurn {
+    id: String,
+    #[serde(default)]
+    status: Option<TurnStatus>,
+    #[serde(default)]
+    error: Option<TurnError>,
+    #[serde(default, deserialize_with = "items")]
+    items: Vec<Item>,
+}
+
+/// Items as the live notifications carry them.
+fn items<'de, D: serde::Deserializer<'de>>(input: D) -> Result<Vec<Item>, D::Error> {
+    let items = Vec::<Value>::deserialize(input)?;
+    Ok(items.iter().map(Item::parse).collect())
 }
 
 /// A thread's latest turn: its id and what the person asked in it.
@@ -110,22 +131,16 @@ impl AppServer {
     pub async fn last_turn(&self, thread_id: &str) -> Result<Option<LastTurn>, CodexError> {
         let params = json!({"threadId": thread_id, "limit": 1, "sortDirection": "desc",
             "itemsView": "full"});
-        let page: Value = self.request("thread/turns/list", params).await?;
-        let Some(turn) = page["data"].get(0) else {
+        let page: TurnsPage = self.request("thread/turns/list", params).await?;
+        let Some(turn) = page.data.into_iter().next() else {
             return Ok(None);
         };
-        let items = turn["items"].as_array().map_or(&[][..], Vec::as_slice);
-        let asked = items
-            .iter()
-            .filter(|item| item["type"] == "userMessage")
-            .flat_map(|item| item["content"].as_array().into_iter().flatten())
-            .filter_map(|part| part["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(" ");
-        Ok(turn["id"].as_str().map(|id| LastTurn {
-            id: id.to_owned(),
-            asked,
-        }))
+        let asked = turn.items.iter().filter_map(|item| match item {
+            Item::UserMessage { text } => Some(text.as_str()),
+            _ => None,
+        });
+        let asked = asked.collect::<Vec<_>>().join(" ");
+        Ok(Some(LastTurn { id: turn.id, asked }))
     }
 
     /// Takes `turn_id` and every later turn out of the thread's context
@@ -157,43 +172,3 @@ impl AppServer {
 
 /// Turns read back to find one that ended while nobody listened.
 const RECENT_TURNS: u32 = 5;
-
-/// The answer among a turn's items: its `final_answer` messages, else its last agent
-/// message (models that send no phase).
-fn final_answer(items: &[Value]) -> String {
-    let messages: Vec<(&str, Option<&str>)> = items
-        .iter()
-        .filter(|item| item["type"] == "agentMessage")
-        .filter_map(|item| Some((item["text"].as_str()?, item["phase"].as_str())))
-        .collect();
-    let finals: Vec<&str> = messages
-        .iter()
-        .filter(|(_, phase)| *phase == Some("final_answer"))
-        .map(|(text, _)| *text)
-        .collect();
-    match finals.is_empty() {
-        false => finals.join("\n\n"),
-        true => messages
-            .last()
-            .map_or_else(String::new, |(text, _)| (*text).to_owned()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_answer_is_the_final_messages_else_the_last() {
-        let item = |text: &str, phase: Option<&str>| json!({"type": "agentMessage", "text": text, "phase": phase});
-        let phased = [
-            item("Looking.", Some("commentary")),
-            json!({"type": "commandExecution"}),
-            item("Done.", Some("final_answer")),
-        ];
-        assert_eq!(final_answer(&phased), "Done.");
-        let plain = [item("First.", None), item("Last.", None)];
-        assert_eq!(final_answer(&plain), "Last.");
-        assert_eq!(final_answer(&[]), "");
-    }
-}
