@@ -3,6 +3,7 @@
 pub mod clock;
 pub mod config;
 pub mod deadline;
+pub mod inbox;
 pub mod instance_lock;
 pub mod metrics;
 pub mod platform;
@@ -87,6 +88,7 @@ impl App {
         let remotes = remote_specs(config, &spec.unread);
         let (codex, starting) = Codex::launch(spec.clone(), config.codex.processes, remotes);
         let ctx = Arc::new(Context {
+            inbox: inbox::Inbox::new(store.clone()),
             store,
             codex,
             settings: SessionSettings::from_config(config),
@@ -130,6 +132,10 @@ impl App {
 
     pub fn store(&self) -> &Store {
         &self.ctx.store
+    }
+
+    pub fn inbox(&self) -> &inbox::Inbox {
+        &self.ctx.inbox
     }
 
     /// What to tell the operator when a Codex server has no login to reach its model
@@ -385,18 +391,18 @@ impl Serving {
         let (telegram, discord) = (&config.telegram, &config.discord);
         if let Some(token) = telegram.token.as_ref().filter(|_| telegram.enabled) {
             let router = app.router().clone();
-            let store = app.store().clone();
+            let inbox = app.inbox().clone();
             let health = self.intakes.clone();
             let token = token.expose();
-            let handle = platform::telegram::start(telegram, token, router, store, health).await?;
+            let handle = platform::telegram::start(telegram, token, router, inbox, health).await?;
             self.platforms.push(handle);
         }
         if let Some(token) = discord.token.as_ref().filter(|_| discord.enabled) {
             let router = app.router().clone();
-            let store = app.store().clone();
+            let inbox = app.inbox().clone();
             let health = self.intakes.clone();
             let handle =
-                platform::discord::start(discord, token.expose(), router, store, health).await?;
+                platform::discord::start(discord, token.expose(), router, inbox, health).await?;
             self.platforms.push(handle);
         }
         if self.platforms.is_empty() {

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::config::{ApprovalPolicy, Config, FollowUp, Progress, SandboxMode, WorkspaceMode};
+use crate::inbox::Inbox;
 use crate::metrics::Metrics;
 use crate::transcription::Transcriber;
 use codex::{Codex, CodexError};
@@ -15,6 +16,8 @@ use super::LoginCheck;
 /// What every session shares.
 pub struct Context {
     pub store: Store,
+    /// The durable inbox: every step of a message, kept.
+    pub inbox: Inbox,
     pub codex: Codex,
     pub settings: SessionSettings,
     pub hygiene: Policy,

@@ -9,13 +9,13 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::config::WorkspaceMode;
-use chat::{AnswerStep, ChatKey, Ledger, Ticket};
+use chat::ChatKey;
 use codex::{
     AppServer, CodexError, ModelConfig, OpenedThread, ThreadEvent, ThreadSettings, TokenUsage,
     TurnOverrides, TurnState, UserInput,
 };
 use hygiene::CompactionOutcome;
-use store::{KeptAnswer, RetireReason, Role, StoreError, TurnRecord, Usage};
+use store::{RetireReason, Role, StoreError, TurnRecord, Usage};
 
 mod attachments;
 mod choices;
@@ -212,20 +212,6 @@ impl Session {
         Ok(record.map(ChatRow::from))
     }
 
-    /// The inbox message's handling begins: a crash from now on cuts it.
-    pub async fn inbox_running(&self, ticket: Ticket) {
-        if let Err(error) = self.ctx.store.inbox_running(ticket.id).await {
-            warn!(chat = %self.chat, id = ticket.id, %error, "could not mark an inbox message running");
-        }
-    }
-
-    /// The inbox message waits for the usage limit to lift at `until` (unix seconds).
-    pub async fn inbox_hold(&self, ticket: Ticket, until: i64) {
-        if let Err(error) = self.ctx.store.inbox_hold(ticket.id, until).await {
-            warn!(chat = %self.chat, id = ticket.id, %error, "could not hold an inbox message");
-        }
-    }
-
     /// Where a turn handed over at the last stop stands: resumes the chat's thread (its
     /// events reach this chat from now on), then reads the turn back from its history.
     pub async fn rejoin(&mut self, turn_id: &str) -> Result<Option<TurnState>, SessionError> {
@@ -237,41 +223,6 @@ impl Session {
         Ok(live.server.turn_state(&live.thread_id, turn_id).await?)
     }
 
-    /// Keeps the message's final answer until the platform has taken it.
-    pub async fn inbox_answer(&self, ticket: Ticket, answer: &str) {
-        if let Err(error) = self.ctx.store.inbox_answer(ticket.id, answer).await {
-            warn!(chat = %self.chat, id = ticket.id, %error, "could not keep an answer for delivery");
-        }
-    }
-
-    /// The answer a crash kept from the chat (in whole or in part), if one is waiting.
-    pub async fn undelivered_answer(
-        &self,
-        ticket: Ticket,
-    ) -> Result<Option<KeptAnswer>, StoreError> {
-        self.ctx.store.undelivered_answer(ticket.id).await
-    }
-
-    /// The ledger of the message's kept answer: each piece's progress goes to its inbox
-    /// row, and the last note marks the message done.
-    pub fn ledger(&self, ticket: Ticket, from_piece: usize) -> Ledger {
-        let (store, chat) = (self.ctx.store.clone(), self.chat.clone());
-        Ledger::new(from_piece, move |step| {
-            let (store, chat, id) = (store.clone(), chat.clone(), ticket.id);
-            async move {
-                let noted = match step {
-                    AnswerStep::Sending(_) => store.inbox_answer_sending(id, true).await,
-                    AnswerStep::NotSent(_) => store.inbox_answer_sending(id, false).await,
-                    AnswerStep::Taken(pieces) => store.inbox_answer_taken(id, pieces as i64).await,
-                    AnswerStep::Delivered => store.inbox_done(id).await,
-                };
-                if let Err(error) = noted {
-                    warn!(chat = %chat, id, ?step, %error, "could not note how an answer's delivery stands");
-                }
-            }
-        })
-    }
-
     /// Codex's newest answer in the chat (`/last`).
     pub async fn last_answer(&self) -> Result<Option<String>, StoreError> {
         self.ctx.store.last_answer(&self.chat).await
@@ -281,25 +232,6 @@ impl Session {
     pub async fn keep_last_answer(&self, answer: &str) {
         if let Err(error) = self.ctx.store.keep_last_answer(&self.chat, answer).await {
             warn!(chat = %self.chat, %error, "could not keep the last answer for /last");
-        }
-    }
-
-    /// The inbox message's turn goes on on its worker while the gateway is away.
-    pub async fn inbox_hand_over(&self, ticket: Ticket, turn_id: &str) {
-        if let Err(error) = self.ctx.store.inbox_hand_over(ticket.id, turn_id).await {
-            warn!(chat = %self.chat, id = ticket.id, %error, "could not hand an inbox message's turn over");
-        }
-    }
-
-    /// The turn the message's handling left running on its worker at the last stop.
-    pub async fn handed_over_turn(&self, ticket: Ticket) -> Result<Option<String>, StoreError> {
-        self.ctx.store.handed_over_turn(ticket.id).await
-    }
-
-    /// The inbox message is handled, or told why not: it never runs again.
-    pub async fn inbox_done(&self, ticket: Ticket) {
-        if let Err(error) = self.ctx.store.inbox_done(ticket.id).await {
-            warn!(chat = %self.chat, id = ticket.id, %error, "could not mark an inbox message done");
         }
     }
 

@@ -1,9 +1,11 @@
 //! What flows between the chat platforms and the router, and what a chat chooses.
 
 pub mod choices;
+pub mod inbox;
 pub mod named;
 
 pub use choices::{ChatChoices, Chosen, FollowUp, Mode, Progress};
+pub use inbox::{Stage, Step, Ticket};
 pub use named::{Named, UnknownName};
 
 use std::fmt;
@@ -93,31 +95,6 @@ pub struct Inbound {
     pub attachments: Vec<Attachment>,
     /// Its place in the durable inbox, when the platform stored it there.
     pub ticket: Option<Ticket>,
-}
-
-/// A message's row in the durable inbox: the chat marks it running and done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ticket {
-    pub id: i64,
-    /// Its handling had begun when the gateway went away: the chat is told, and the
-    /// message is not run again (its commands may have had effects).
-    pub interrupted: bool,
-    /// Held back by the account's usage limit: runs no earlier than this (unix seconds).
-    pub not_before: Option<i64>,
-    /// With `interrupted`: its turn was left running on a remote worker, to be followed.
-    pub handed_over: bool,
-}
-
-impl Ticket {
-    /// A message just stored.
-    pub fn accepted(id: i64) -> Self {
-        Self {
-            id,
-            interrupted: false,
-            not_before: None,
-            handed_over: false,
-        }
-    }
 }
 
 /// A file sent with a message. It is fetched when the chat's turn for it comes, so a

@@ -35,7 +35,9 @@ impl TurnAnswer {
         if !finals.is_empty() {
             return Some(finals.join("\n\n"));
         }
-        let last = of(Phase::Unknown).next_back().or(of(Phase::Commentary).next_back());
+        let last = of(Phase::Unknown)
+            .next_back()
+            .or(of(Phase::Commentary).next_back());
         last.map(|(text, _)| text.clone())
     }
 }

@@ -7,8 +7,7 @@ use std::collections::HashMap;
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::{Store, StoreError, now};
-use chat::Named;
-use chat::Platform;
+use chat::{Named, Platform, Stage};
 
 /// Done messages are kept this long, so a platform's late duplicate is still known.
 const KEEP_DONE_SECS: i64 = 7 * 24 * 3600;
@@ -21,27 +20,51 @@ pub struct Accepted<'a> {
     pub payload: &'a str,
 }
 
-/// A message accepted before the last stop and not yet handled.
-#[derive(Debug, PartialEq, Eq, sqlx::FromRow)]
+/// A message accepted before the last stop and not yet handled, at the stage it reached.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Unfinished {
     pub id: i64,
     pub payload: String,
-    /// Its handling had begun when the gateway went away (a crash cut its turn).
-    pub interrupted: bool,
-    /// Held back by the usage limit until then (unix seconds).
-    pub not_before: Option<i64>,
-    /// Its turn was left running on a remote worker at the last stop.
-    pub handed_over: bool,
+    pub stage: Stage,
 }
 
-/// A final answer the platform had not taken in whole when the gateway went away.
-#[derive(Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct KeptAnswer {
-    pub text: String,
-    /// The pieces the platform took (split as its delivery splits it).
-    pub pieces_taken: i64,
-    /// The piece after those was on its way: it may have arrived.
-    pub sending: bool,
+/// An unfinished row's columns.
+#[derive(sqlx::FromRow)]
+struct UnfinishedRow {
+    id: i64,
+    payload: String,
+    running: bool,
+    not_before: Option<i64>,
+    handed_over_turn: Option<String>,
+    answer: Option<String>,
+    answer_pieces_taken: i64,
+    answer_sending: bool,
+}
+
+impl From<UnfinishedRow> for Unfinished {
+    fn from(row: UnfinishedRow) -> Self {
+        let stage = match (
+            row.answer,
+            row.handed_over_turn,
+            row.running,
+            row.not_before,
+        ) {
+            (Some(text), _, _, _) => Stage::Answering {
+                text,
+                pieces_taken: usize::try_from(row.answer_pieces_taken).unwrap_or(0),
+                sending: row.answer_sending,
+            },
+            (None, Some(turn_id), _, _) => Stage::HandedOver { turn_id },
+            (None, None, true, _) => Stage::Running,
+            (None, None, false, Some(until)) => Stage::Held { until },
+            (None, None, false, None) => Stage::Waiting,
+        };
+        Unfinished {
+            id: row.id,
+            payload: row.payload,
+            stage,
+        }
+    }
 }
 
 impl Store {
@@ -82,15 +105,16 @@ impl Store {
         if accepted.is_empty() && next_offset.is_none() {
             return Ok(Vec::new());
         }
-        let stored: HashMap<String, i64> = query
+        let mut stored: HashMap<String, i64> = query
             .build_query_as::<(String, i64)>()
             .fetch_all(&self.pool)
             .await?
             .into_iter()
             .collect();
+        // A key twice in one batch is stored once: the second is a duplicate.
         Ok(accepted
             .iter()
-            .map(|message| stored.get(&message.key).copied())
+            .map(|message| stored.remove(&message.key))
             .collect())
     }
 
@@ -101,112 +125,65 @@ impl Store {
             .bind(now() - KEEP_DONE_SECS)
             .execute(&self.pool)
             .await?;
-        let rows = sqlx::query_as(
-            "SELECT id, payload, state = 'running' AS interrupted, not_before,
-                    handed_over_turn IS NOT NULL AS handed_over FROM inbox
-             WHERE platform = ? AND state != 'done' ORDER BY id",
+        let rows: Vec<UnfinishedRow> = sqlx::query_as(
+            "SELECT id, payload, state = 'running' AS running, not_before, handed_over_turn,
+                    answer, answer_pieces_taken, answer_sending = 1 AS answer_sending
+             FROM inbox WHERE platform = ? AND state != 'done' ORDER BY id",
         )
         .bind(platform.name())
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows)
+        Ok(rows.into_iter().map(Unfinished::from).collect())
     }
 
-    /// The message's handling begins: from now on a crash cuts it.
-    pub async fn inbox_running(&self, id: i64) -> Result<(), StoreError> {
-        self.set_inbox_state(id, "running").await
-    }
-
-    /// The message waits, to run no earlier than `not_before` (unix seconds), also after
-    /// a restart.
-    pub async fn inbox_hold(&self, id: i64, not_before: i64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET state = 'waiting', not_before = ? WHERE id = ?")
-            .bind(not_before)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// The message's turn `turn_id` goes on on its remote worker while the gateway is
-    /// away; the next start follows it.
-    pub async fn inbox_hand_over(&self, id: i64, turn_id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET state = 'running', handed_over_turn = ? WHERE id = ?")
-            .bind(turn_id)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Keeps the final answer of the message's turn until the platform has taken it.
-    pub async fn inbox_answer(&self, id: i64, answer: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE inbox SET answer = ?, answer_pieces_taken = 0, answer_sending = 0
-             WHERE id = ?",
-        )
-        .bind(answer)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// A piece of the kept answer is on its way to the platform (`true`), or did not get
-    /// there and will be tried again (`false`).
-    pub async fn inbox_answer_sending(&self, id: i64, sending: bool) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET answer_sending = ? WHERE id = ?")
-            .bind(sending)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// The platform has taken (or refused for good) the kept answer's first `pieces`.
-    pub async fn inbox_answer_taken(&self, id: i64, pieces: i64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET answer_pieces_taken = ?, answer_sending = 0 WHERE id = ?")
-            .bind(pieces)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// The final answer kept for a message that is not done: not yet taken by the
-    /// platform, in whole or in part, when the gateway went away.
-    pub async fn undelivered_answer(&self, id: i64) -> Result<Option<KeptAnswer>, StoreError> {
-        let answer = sqlx::query_as(
-            "SELECT answer AS text, answer_pieces_taken AS pieces_taken,
-                    answer_sending = 1 AS sending
-             FROM inbox WHERE id = ? AND state != 'done' AND answer IS NOT NULL",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(answer)
-    }
-
-    /// The turn a message's handling left running on its worker, if it did.
-    pub async fn handed_over_turn(&self, id: i64) -> Result<Option<String>, StoreError> {
-        let turn = sqlx::query_scalar("SELECT handed_over_turn FROM inbox WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(turn.flatten())
-    }
-
-    /// The message is handled (or told why not): never again.
-    pub async fn inbox_done(&self, id: i64) -> Result<(), StoreError> {
-        self.set_inbox_state(id, "done").await
-    }
-
-    async fn set_inbox_state(&self, id: i64, state: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE inbox SET state = ? WHERE id = ?")
-            .bind(state)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+    /// Keeps a message's new stage, writing what changed from `before` (a kept answer's
+    /// text once, then its progress piece by piece).
+    pub async fn set_stage(
+        &self,
+        id: i64,
+        before: &Stage,
+        after: &Stage,
+    ) -> Result<(), StoreError> {
+        let query = match after {
+            Stage::Waiting => {
+                sqlx::query("UPDATE inbox SET state = 'waiting', not_before = NULL WHERE id = ?")
+            }
+            Stage::Held { until } => {
+                sqlx::query("UPDATE inbox SET state = 'waiting', not_before = ? WHERE id = ?")
+                    .bind(until)
+            }
+            Stage::Running => sqlx::query(
+                "UPDATE inbox SET state = 'running', not_before = NULL, handed_over_turn = NULL
+                 WHERE id = ?",
+            ),
+            Stage::HandedOver { turn_id } => {
+                sqlx::query("UPDATE inbox SET state = 'running', handed_over_turn = ? WHERE id = ?")
+                    .bind(turn_id)
+            }
+            Stage::Answering {
+                pieces_taken,
+                sending,
+                ..
+            } if matches!(before, Stage::Answering { .. }) => sqlx::query(
+                "UPDATE inbox SET answer_pieces_taken = ?, answer_sending = ? WHERE id = ?",
+            )
+            .bind(*pieces_taken as i64)
+            .bind(sending),
+            Stage::Answering {
+                text,
+                pieces_taken,
+                sending,
+            } => sqlx::query(
+                "UPDATE inbox SET state = 'running', answer = ?, answer_pieces_taken = ?,
+                        answer_sending = ?
+                 WHERE id = ?",
+            )
+            .bind(text)
+            .bind(*pieces_taken as i64)
+            .bind(sending),
+            Stage::Done => sqlx::query("UPDATE inbox SET state = 'done' WHERE id = ?"),
+        };
+        query.bind(id).execute(&self.pool).await?;
         Ok(())
     }
 }
@@ -214,22 +191,23 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chat::{AnswerStep, Step};
+
+    fn message(key: &str, payload: &'static str) -> Accepted<'static> {
+        Accepted {
+            key: key.into(),
+            payload,
+        }
+    }
 
     #[tokio::test]
     async fn a_message_is_kept_until_done_and_never_taken_twice() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("gateway.db");
         let store = Store::open(&path).await.unwrap();
-        let first = Accepted {
-            key: "7".into(),
-            payload: "{\"a\":1}",
-        };
-        let second = Accepted {
-            key: "8".into(),
-            payload: "{\"b\":2}",
-        };
+        let batch = [message("7", "{\"a\":1}"), message("8", "{\"b\":2}")];
         let ids = store
-            .accept(Platform::Telegram, &[first, second], Some(9))
+            .accept(Platform::Telegram, &batch, Some(9))
             .await
             .unwrap();
         let (a, b) = (ids[0].unwrap(), ids[1].unwrap());
@@ -237,16 +215,9 @@ mod tests {
             store.platform_offset(Platform::Telegram).await.unwrap(),
             Some(9)
         );
-        let again = Accepted {
-            key: "7".into(),
-            payload: "{}",
-        };
-        let third = Accepted {
-            key: "10".into(),
-            payload: "{\"c\":3}",
-        };
+        let batch = [message("7", "{}"), message("10", "{\"c\":3}")];
         let ids = store
-            .accept(Platform::Telegram, &[again, third], Some(11))
+            .accept(Platform::Telegram, &batch, Some(11))
             .await
             .unwrap();
         assert_eq!(ids[0], None, "a duplicate key is not taken again");
@@ -255,23 +226,33 @@ mod tests {
             store.platform_offset(Platform::Telegram).await.unwrap(),
             Some(11)
         );
-        store.inbox_done(c).await.unwrap();
+        store
+            .set_stage(c, &Stage::Waiting, &Stage::Done)
+            .await
+            .unwrap();
 
-        store.inbox_running(a).await.unwrap();
+        store
+            .set_stage(a, &Stage::Waiting, &Stage::Running)
+            .await
+            .unwrap();
         store.close().await;
         let store = Store::open(&path).await.unwrap();
         let left = store.unfinished(Platform::Telegram).await.unwrap();
         let left: Vec<_> = left
             .iter()
-            .map(|u| (u.id, u.payload.as_str(), u.interrupted))
+            .map(|u| (u.id, u.payload.as_str(), u.stage.clone()))
             .collect();
-        store.inbox_hold(b, 1234).await.unwrap();
-        let held = store.unfinished(Platform::Telegram).await.unwrap();
         assert_eq!(
-            (held[1].interrupted, held[1].not_before),
-            (false, Some(1234))
+            left,
+            [
+                (a, "{\"a\":1}", Stage::Running),
+                (b, "{\"b\":2}", Stage::Waiting)
+            ]
         );
-        assert_eq!(left, [(a, "{\"a\":1}", true), (b, "{\"b\":2}", false)]);
+        let held = Stage::Held { until: 1234 };
+        store.set_stage(b, &Stage::Waiting, &held).await.unwrap();
+        let unfinished = store.unfinished(Platform::Telegram).await.unwrap();
+        assert_eq!(unfinished[1].stage, held);
         assert!(
             store
                 .unfinished(Platform::Discord)
@@ -279,8 +260,11 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-        store.inbox_done(a).await.unwrap();
-        store.inbox_done(b).await.unwrap();
+        store
+            .set_stage(a, &Stage::Running, &Stage::Done)
+            .await
+            .unwrap();
+        store.set_stage(b, &held, &Stage::Done).await.unwrap();
         assert!(
             store
                 .unfinished(Platform::Telegram)
@@ -290,44 +274,65 @@ mod tests {
         );
     }
 
+    /// Each stage a message can be left at reads back as it was written, through the
+    /// steps the gateway takes.
     #[tokio::test]
-    async fn a_kept_answer_says_how_far_it_got() {
+    async fn every_stage_reads_back_as_written() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("gateway.db")).await.unwrap();
-        let message = Accepted {
-            key: "1".into(),
-            payload: "{}",
+        let ids = store
+            .accept(Platform::Telegram, &[message("1", "{}")], Some(2))
+            .await
+            .unwrap();
+        let id = ids[0].unwrap();
+        let handed = Stage::HandedOver {
+            turn_id: "turn-1".into(),
         };
-        let ids = store.accept(Platform::Telegram, &[message], Some(2)).await;
-        let id = ids.unwrap()[0].unwrap();
-        assert_eq!(store.undelivered_answer(id).await.unwrap(), None);
-        store.inbox_answer(id, "long answer").await.unwrap();
-        let kept = |pieces_taken, sending| KeptAnswer {
+        let steps = [
+            Step::Hold { until: 50 },
+            Step::Take,
+            Step::HandOver {
+                turn_id: "turn-1".into(),
+            },
+            Step::Answer("long answer".into()),
+            Step::Deliver(AnswerStep::Sending(0)),
+            Step::Deliver(AnswerStep::Taken(1)),
+            Step::Deliver(AnswerStep::Sending(1)),
+            Step::Deliver(AnswerStep::NotSent(1)),
+        ];
+        let mut stage = Stage::Waiting;
+        let mut seen = Vec::new();
+        for step in steps {
+            let next = stage.after(step).expect("a step that applies");
+            store.set_stage(id, &stage, &next).await.unwrap();
+            let read = store.unfinished(Platform::Telegram).await.unwrap();
+            assert_eq!(read[0].stage, next);
+            seen.push(next.clone());
+            stage = next;
+        }
+        assert_eq!(seen[2], handed);
+        let kept = |pieces_taken, sending| Stage::Answering {
             text: "long answer".into(),
             pieces_taken,
             sending,
         };
         assert_eq!(
-            store.undelivered_answer(id).await.unwrap(),
-            Some(kept(0, false))
+            seen[3..],
+            [
+                kept(0, false),
+                kept(0, true),
+                kept(1, false),
+                kept(1, true),
+                kept(1, false)
+            ]
         );
-        store.inbox_answer_sending(id, true).await.unwrap();
-        assert_eq!(
-            store.undelivered_answer(id).await.unwrap(),
-            Some(kept(0, true))
+        store.set_stage(id, &stage, &Stage::Done).await.unwrap();
+        assert!(
+            store
+                .unfinished(Platform::Telegram)
+                .await
+                .unwrap()
+                .is_empty()
         );
-        store.inbox_answer_taken(id, 1).await.unwrap();
-        assert_eq!(
-            store.undelivered_answer(id).await.unwrap(),
-            Some(kept(1, false))
-        );
-        store.inbox_answer_sending(id, true).await.unwrap();
-        store.inbox_answer_sending(id, false).await.unwrap();
-        assert_eq!(
-            store.undelivered_answer(id).await.unwrap(),
-            Some(kept(1, false))
-        );
-        store.inbox_done(id).await.unwrap();
-        assert_eq!(store.undelivered_answer(id).await.unwrap(), None);
     }
 }

@@ -23,7 +23,7 @@ mod stored;
 mod transcript;
 mod turns;
 
-pub use inbox::{Accepted, KeptAnswer, Unfinished};
+pub use inbox::{Accepted, Unfinished};
 pub use jobs::{Job, NewJob};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
 

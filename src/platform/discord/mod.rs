@@ -31,13 +31,13 @@ use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use super::texts;
 use crate::config::{DiscordConfig, is_admin};
+use crate::inbox::{Acceptance, Inbox};
 use crate::platform;
 use crate::platform::delivery::Pace;
 use crate::router::{Router, command};
 use chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use order::InOrder;
 use state::{PendingCommands, ThreadParents};
-use store::Store;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {
@@ -59,7 +59,7 @@ struct Intake {
     commands: Arc<PendingCommands>,
     parents: ThreadParents,
     /// The durable inbox, where accepted messages wait until their chat handled them.
-    store: Store,
+    inbox: Inbox,
     /// Raised once the messages left from before the last stop were handed on.
     replayed: AtomicBool,
     /// Refusals to strangers writing DMs, paced off the event handlers.
@@ -72,7 +72,7 @@ pub async fn start(
     config: &DiscordConfig,
     token: &str,
     router: Router,
-    store: Store,
+    inbox: Inbox,
     health: IntakeHealth,
 ) -> Result<PlatformHandle, DiscordError> {
     let rest = Arc::new(rest_client(config, token));
@@ -100,7 +100,7 @@ pub async fn start(
         stopped: AtomicBool::new(false),
         commands: commands.clone(),
         parents: ThreadParents::default(),
-        store,
+        inbox,
         replayed: AtomicBool::new(false),
         refusals,
     });
@@ -283,10 +283,10 @@ impl Intake {
         }
         let ticket = match ticket {
             Some(ticket) => Some(ticket),
-            None => match inbox::accept(&self.store, &message).await {
-                inbox::Accepted::New(ticket) => Some(ticket),
-                inbox::Accepted::Unstored => None,
-                inbox::Accepted::Duplicate => return false,
+            None => match inbox::accept(&self.inbox, &message).await {
+                Acceptance::New(ticket) => Some(ticket),
+                Acceptance::Unstored => None,
+                Acceptance::Duplicate => return false,
             },
         };
         let chat = chat_key(message.channel_id);

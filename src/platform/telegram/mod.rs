@@ -27,6 +27,7 @@ use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
 use crate::config::{self, TelegramConfig};
+use crate::inbox::Inbox;
 use crate::platform;
 use crate::platform::approvals::{self, Pressed, Presser};
 use crate::platform::choices;
@@ -37,7 +38,6 @@ use crate::platform::texts;
 use crate::router::{Router, command};
 use chat::{Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use inbound::Origin;
-use store::Store;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TelegramError {
@@ -86,7 +86,7 @@ pub async fn start(
     config: &TelegramConfig,
     token: &str,
     router: Router,
-    store: Store,
+    inbox: Inbox,
     health: IntakeHealth,
 ) -> Result<PlatformHandle, TelegramError> {
     let Bots {
@@ -128,13 +128,13 @@ pub async fn start(
         })
     }));
     // Messages accepted before the last stop and not yet handled go first, in order.
-    inbox::replay(&shared, &router, &store, &outbox).await;
+    inbox::replay(&shared, &router, &inbox, &outbox).await;
     router.attach_jobs(Platform::Telegram, outbox.clone(), true);
     let intake = tokio::spawn(keep_running("telegram", health, stopped, move |stopped| {
         poll(
             shared.clone(),
             router.clone(),
-            store.clone(),
+            inbox.clone(),
             outbox.clone(),
             stopped,
         )
@@ -200,11 +200,11 @@ async fn prepare(bot: &Bot) {
 async fn poll(
     shared: Arc<Shared>,
     router: Router,
-    store: Store,
+    inbox: Inbox,
     outbox: Outbox,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let mut offset = match store.platform_offset(Platform::Telegram).await {
+    let mut offset = match inbox.next_offset(Platform::Telegram).await {
         Ok(offset) => offset.unwrap_or(0),
         Err(error) => {
             error!(%error, "telegram: cannot read the stored update offset; not polling now");
@@ -234,7 +234,7 @@ async fn poll(
                 offset = i64::from(last.id.0) + 1;
                 // The batch's messages and the offset past them, in one write, before
                 // handling: none is lost to a crash and none is handled twice.
-                let handling = inbox::accept(&shared, &store, &updates, offset).await;
+                let handling = inbox::accept(&shared, &inbox, &updates, offset).await;
                 for (update, handling) in updates.into_iter().zip(handling) {
                     if let inbox::Handling::Handle(ticket) = handling {
                         handle_update(&shared, &router, &outbox, update, ticket).await;

@@ -13,7 +13,7 @@ use crate::clock::unix_now;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::TurnOutcome;
-use chat::{Inbound, OutboundKind};
+use chat::{Inbound, OutboundKind, Stage, Step};
 use codex::RateLimits;
 
 /// When Codex did not say when the limit resets, the message is tried again this soon.
@@ -76,10 +76,10 @@ impl Actor {
     pub(super) async fn hold_if_limited(&mut self, inbound: Inbound) -> Option<Inbound> {
         let now = unix_now();
         let hit = self.held.hit.take();
-        let stored = inbound
-            .ticket
-            .and_then(|t| t.not_before)
-            .filter(|at| *at > now);
+        let stored = match inbound.ticket.as_ref().map(|t| &t.stage) {
+            Some(Stage::Held { until }) if *until > now => Some(*until),
+            _ => None,
+        };
         let holding = self.held.limit_until.filter(|at| *at > now);
         let (until, tell) = match (hit, stored, holding) {
             (Some(until), _, _) => (until, false), // told with the limit's notice
@@ -91,8 +91,9 @@ impl Actor {
         if tell {
             Replies::to(&inbound).notice(texts::usage_limit_waiting(until, now));
         }
-        if let Some(ticket) = inbound.ticket {
-            self.session.inbox_hold(ticket, until).await;
+        let mut inbound = inbound;
+        if let Some(ticket) = inbound.ticket.as_mut() {
+            self.ctx.inbox.advance(ticket, Step::Hold { until }).await;
         }
         info!(chat = %self.chat, until, "message held for the usage limit");
         self.held.messages.push_back((until, inbound));
@@ -126,9 +127,7 @@ impl Actor {
         let held: Vec<_> = self.held.messages.drain(..).collect();
         self.held.limit_until = None;
         for (_, inbound) in &held {
-            if let Some(ticket) = inbound.ticket {
-                self.session.inbox_done(ticket).await;
-            }
+            self.ticket_done(inbound).await;
         }
         if !held.is_empty() {
             info!(chat = %self.chat, messages = held.len(), "held messages cancelled");

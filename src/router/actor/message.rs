@@ -8,7 +8,7 @@ use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
 use crate::session::{ChatRow, Prompt, TurnRequest};
-use chat::{Inbound, OutboundKind, Ticket};
+use chat::{Inbound, OutboundKind, Step};
 use codex::TurnStatus;
 
 impl Actor {
@@ -127,7 +127,7 @@ impl Actor {
         replies.notice(texts::handed_over(&worker));
         let summary = texts::still_running(&worker);
         replies.send(OutboundKind::TurnEnded { summary });
-        self.handed_over = Some(turn_id);
+        self.advance_served(Step::HandOver { turn_id }).await;
     }
 
     /// A turn handed over at the last stop: followed to its end on its worker, or, when
@@ -162,25 +162,23 @@ impl Actor {
     /// so a crash before that sends it at the next start instead of losing it.
     pub(super) async fn deliver_answer(&mut self, replies: &Replies<'_>, answer: String) {
         let answer = self.headed_answer(answer);
-        let Some(ticket) = self.serving else {
+        if self.serving.is_none() {
             return replies.send(OutboundKind::Reply(answer));
-        };
-        self.session.inbox_answer(ticket, &answer).await;
-        self.send_kept(replies, ticket, answer, 0);
+        }
+        self.advance_served(Step::Answer(answer.clone())).await;
+        self.send_kept(replies, answer);
     }
 
-    /// Sends a kept answer from piece `from_piece` on; its delivery marks the message
-    /// done.
-    pub(super) fn send_kept(
-        &mut self,
-        replies: &Replies<'_>,
-        ticket: Ticket,
-        text: String,
-        from_piece: usize,
-    ) {
-        let ledger = self.session.ledger(ticket, from_piece);
-        replies.send(OutboundKind::KeptReply { text, ledger });
-        self.delivery_marks_done = true;
+    /// Sends the served message's kept answer from the first piece the platform has not
+    /// taken; its delivery's last step makes the message done.
+    pub(super) fn send_kept(&mut self, replies: &Replies<'_>, text: String) {
+        match &self.serving {
+            Some(ticket) => {
+                let ledger = self.ctx.inbox.ledger(ticket);
+                replies.send(OutboundKind::KeptReply { text, ledger });
+            }
+            None => replies.send(OutboundKind::Reply(text)),
+        }
     }
 
     /// Stores the turn's reply and usage; the chat's row as it now is, for hygiene.

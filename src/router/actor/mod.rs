@@ -34,7 +34,7 @@ use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
 use crate::session::{Context, Prompt, Session, SessionError, TurnRequest};
-use chat::{ApprovalId, ChatKey, Inbound, Ticket};
+use chat::{ApprovalId, ChatKey, Inbound, Stage, Step, Ticket};
 use chat::{FollowUp, Progress};
 
 pub(super) enum ActorMsg {
@@ -84,12 +84,8 @@ pub(super) struct Actor {
     questions: PendingQuestions,
     /// Messages waiting for the account's usage limit to lift.
     held: limit::Held,
-    /// The turn the last message left running on its worker at shutdown.
-    handed_over: Option<String>,
-    /// The inbox row of the message being served.
+    /// The inbox row of the message being served, at its stage.
     serving: Option<Ticket>,
-    /// The served message's answer went out with its ledger: the delivery marks it done.
-    delivery_marks_done: bool,
     /// The scheduled job whose run is being served.
     job: Option<jobs::RunningJob>,
     jobs_changed: Arc<Notify>,
@@ -111,9 +107,7 @@ impl Actor {
             mailbox_open: true,
             queue: VecDeque::new(),
             held: limit::Held::default(),
-            handed_over: None,
             serving: None,
-            delivery_marks_done: false,
             job: None,
             jobs_changed: parts.jobs_changed,
             _alive: parts.alive,
@@ -147,27 +141,23 @@ impl Actor {
     }
 
     /// Handles one message, the chat marked busy meanwhile; a prepared prompt goes to
-    /// Codex as it is. Its durable inbox row is marked running, then done; or kept, for
-    /// an answer the platform has yet to take, a usage limit's reset, or a turn left on
-    /// its worker.
+    /// Codex as it is. A message from the durable inbox is taken through its stages: it
+    /// runs, and is done once handled, unless it waits on something (its answer's
+    /// delivery, a usage limit's reset, or a turn left on its worker at shutdown).
     async fn serve(&mut self, inbound: Inbound, prepared: Option<Prompt>) {
-        let ticket = inbound.ticket;
-        self.serving = ticket;
-        if let Some(ticket) = ticket.filter(|t| t.interrupted) {
-            self.resume_interrupted(&inbound, ticket).await;
-            if !std::mem::take(&mut self.delivery_marks_done) {
-                self.session.inbox_done(ticket).await;
-            }
-            self.serving = None;
+        if inbound.ticket.as_ref().is_some_and(|t| t.stage.was_cut()) {
+            self.serving = inbound.ticket.clone();
+            self.resume_interrupted(&inbound).await;
+            self.settle_served().await;
             return;
         }
-        let Some(inbound) = self.hold_if_limited(inbound).await else {
-            self.serving = None;
+        let Some(mut inbound) = self.hold_if_limited(inbound).await else {
             return;
         };
-        if let Some(ticket) = ticket {
-            self.session.inbox_running(ticket).await;
+        if let Some(ticket) = inbound.ticket.as_mut() {
+            self.ctx.inbox.advance(ticket, Step::Take).await;
         }
+        self.serving = inbound.ticket.take();
         self.activity.touch();
         self.activity.set_busy(true);
         match prepared {
@@ -177,58 +167,71 @@ impl Actor {
                 self.turn(&replies, TurnRequest::Message(&prompt)).await;
             }
         }
-        // A turn the usage limit stopped leaves its message waiting for the reset; one
-        // left running on its worker, for the next start to follow.
-        let held = self.hold_if_limited(inbound).await.is_none();
-        let delivery_marks_done = std::mem::take(&mut self.delivery_marks_done);
-        match (ticket, self.handed_over.take()) {
-            (Some(ticket), Some(turn_id)) => self.session.inbox_hand_over(ticket, &turn_id).await,
-            (Some(ticket), None) if !held && !delivery_marks_done => {
-                self.session.inbox_done(ticket).await
-            }
-            _ => {}
+        // A turn the usage limit stopped leaves its message waiting for the reset.
+        inbound.ticket = self.serving.take();
+        if let Some(inbound) = self.hold_if_limited(inbound).await {
+            self.serving = inbound.ticket;
+            self.settle_served().await;
         }
-        self.serving = None;
         self.activity.touch();
         self.activity
             .set_busy(!self.queue.is_empty() || !self.held.is_empty());
     }
 
+    /// The served message is done, unless its stage waits on something: its answer's
+    /// delivery (which finishes it), a usage limit's reset, or, at shutdown, its turn
+    /// left on a worker for the next start to follow.
+    async fn settle_served(&mut self) {
+        let Some(mut ticket) = self.serving.take() else {
+            return;
+        };
+        let stopping = *self.abort.borrow();
+        match ticket.stage {
+            Stage::Running | Stage::Waiting => {}
+            Stage::HandedOver { .. } if !stopping => {}
+            _ => return,
+        }
+        self.ctx.inbox.advance(&mut ticket, Step::Finish).await;
+    }
+
+    /// The served message at its next step.
+    async fn advance_served(&mut self, step: Step) {
+        if let Some(ticket) = self.serving.as_mut() {
+            self.ctx.inbox.advance(ticket, step).await;
+        }
+    }
+
     /// A message whose handling the last stop cut off: an answer that had not reached
     /// the platform is sent; a turn left running on a worker is followed again; else it
     /// is not run again.
-    async fn resume_interrupted(&mut self, inbound: &Inbound, ticket: Ticket) {
-        match self.session.undelivered_answer(ticket).await {
+    async fn resume_interrupted(&mut self, inbound: &Inbound) {
+        let stage = self.serving.as_ref().map(|t| t.stage.clone());
+        let replies = Replies::to(inbound);
+        match stage {
             // A piece was on its way: sending it again could show it twice.
-            Ok(Some(kept)) if kept.sending => {
+            Some(Stage::Answering {
+                text,
+                sending: true,
+                ..
+            }) => {
                 info!(chat = %self.chat, "an answer a crash cut off may have arrived; offering /last");
-                self.session.keep_last_answer(&kept.text).await;
-                return Replies::to(inbound).offer_last(texts::ANSWER_MAY_HAVE_ARRIVED);
+                self.session.keep_last_answer(&text).await;
+                replies.offer_last(texts::ANSWER_MAY_HAVE_ARRIVED);
+                self.advance_served(Step::Finish).await;
             }
-            Ok(Some(kept)) => {
-                info!(chat = %self.chat, pieces_taken = kept.pieces_taken, "sending an answer a crash kept from the chat");
-                let from_piece = usize::try_from(kept.pieces_taken).unwrap_or(0);
-                return self.send_kept(&Replies::to(inbound), ticket, kept.text, from_piece);
+            Some(Stage::Answering {
+                text, pieces_taken, ..
+            }) => {
+                info!(chat = %self.chat, pieces_taken, "sending an answer a crash kept from the chat");
+                self.send_kept(&replies, text);
             }
-            Ok(None) => {}
-            Err(error) => warn!(chat = %self.chat, %error, "could not read an undelivered answer"),
-        }
-        let turn_id = match ticket.handed_over {
-            true => self.session.handed_over_turn(ticket).await,
-            false => Ok(None),
-        };
-        match turn_id {
-            Ok(Some(turn_id)) => {
+            Some(Stage::HandedOver { turn_id }) => {
                 self.activity.set_busy(true);
-                self.take_over(&Replies::to(inbound), turn_id).await;
+                self.take_over(&replies, turn_id).await;
                 self.activity
                     .set_busy(!self.queue.is_empty() || !self.held.is_empty());
             }
-            Ok(None) => self.tell_cut_short(inbound),
-            Err(error) => {
-                warn!(chat = %self.chat, %error, "could not read a handed-over turn");
-                self.tell_cut_short(inbound);
-            }
+            _ => self.tell_cut_short(inbound),
         }
     }
 
@@ -258,7 +261,7 @@ impl Actor {
                 Replies::to(inbound).notice(texts::jobs::not_run_at_restart(job.id));
             }
             if let ActorMsg::Inbound(inbound) | ActorMsg::Prepared { inbound, .. } = message {
-                let kept = inbound.ticket.is_some_and(|t| !t.interrupted);
+                let kept = inbound.ticket.as_ref().is_some_and(|t| !t.stage.was_cut());
                 let notice = if kept {
                     texts::RESTART_QUEUED
                 } else {
@@ -448,8 +451,8 @@ impl Actor {
     /// A message handled without a turn of its own (answered at once, or steered into
     /// the running one) leaves the durable inbox.
     async fn ticket_done(&self, inbound: &Inbound) {
-        if let Some(ticket) = inbound.ticket {
-            self.session.inbox_done(ticket).await;
+        if let Some(mut ticket) = inbound.ticket.clone() {
+            self.ctx.inbox.advance(&mut ticket, Step::Finish).await;
         }
     }
 
