@@ -1,6 +1,7 @@
 //! codex-gateway: one Codex thread per chat, kept across everything but `/new`.
 
 pub mod clock;
+pub mod commands;
 pub mod config;
 pub mod deadline;
 pub mod inbox;

@@ -2,10 +2,8 @@
 //! listing): pressing one is the presser sending that command, so it goes through the
 //! allowlist and the chat's actor like any message.
 
-/// Commands whose listings offer their options as buttons.
-const COMMANDS: &[&str] = &[
-    "model", "effort", "get", "continue", "last", "answer", "mode",
-];
+use crate::commands;
+
 const PREFIX: &str = "cmd:";
 /// Telegram's limit for callback data (Discord allows 100).
 const MAX_DATA_BYTES: usize = 64;
@@ -34,10 +32,10 @@ pub fn buttons(command: &str, options: &[String]) -> Vec<ChoiceButton> {
 }
 
 /// The command a pressed choice button stands for (`/model gpt-5.1`); `None` for any
-/// other button, or data that names a command without choices.
+/// other button, or data that names a command whose spec offers no buttons.
 pub fn pressed(data: &str) -> Option<String> {
     let (command, option) = data.strip_prefix(PREFIX)?.split_once(' ')?;
-    let known = COMMANDS.contains(&command) && !option.trim().is_empty();
+    let known = commands::with_buttons(command).is_some() && !option.trim().is_empty();
     known.then(|| format!("/{command} {option}"))
 }
 

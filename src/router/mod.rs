@@ -5,12 +5,11 @@
 mod activity;
 mod actor;
 mod approvals;
-pub mod command;
 mod jobs;
 mod live;
 mod questions;
 mod replies;
-mod texts;
+pub(crate) mod texts;
 mod turn;
 
 use std::collections::HashMap;
@@ -22,12 +21,14 @@ use tracing::{info, warn};
 
 use crate::session::Context;
 use activity::Activity;
-use actor::{Actor, ActorMsg, ActorParts};
+pub(crate) use actor::Actor;
+use actor::{ActorMsg, ActorParts};
 pub use approvals::{Answer, ApprovalOutcome};
 use approvals::{ApprovalBook, Lookup};
 use chat::{ApprovalId, ChatKey, Inbound, Outbound, OutboundKind};
 use hygiene::{self, Action, Observation};
 use jobs::{JobRun, JobRunner};
+pub(crate) use replies::Replies;
 
 /// After the grace period, how long interrupted chats get to finish (see `ABORT_GRACE`).
 const ABORT_WAIT: Duration = Duration::from_secs(2);

@@ -2,19 +2,17 @@
 
 use std::time::Duration;
 
-use super::command::MAX_INPUT_BYTES;
 use super::live::Work;
-use crate::session::SessionError;
-use crate::session::mode_permissions;
-use chat::{FollowUp, Progress};
+use crate::commands::MAX_INPUT_BYTES;
+use crate::session::{ChatRow, SessionError, mode_permissions};
+use chat::Progress;
 use chat::{Mode, Named};
 use codex::{
-    ApprovalPolicy, CodexError, ModelInfo, PlanStatus, PlanStep, RateLimitWindow, SandboxMode,
-    ThreadSummary, TurnStatus,
+    ApprovalPolicy, CodexError, PlanStatus, PlanStep, RateLimitWindow, SandboxMode, ThreadSummary,
+    TurnStatus,
 };
 
 pub const EMPTY_MESSAGE: &str = "(empty message ignored)";
-pub const NOTHING_RUNNING: &str = "Nothing is running.";
 pub const STOPPING: &str = "Stopping...";
 pub const STOPPED: &str = "Stopped.";
 pub const QUEUED: &str =
@@ -22,19 +20,6 @@ pub const QUEUED: &str =
 pub const STEERED: &str = "Added to the running turn: Codex reads it now.";
 pub const STEER_REFUSED: &str = "Codex cannot take this into the running turn (it is a review \
      or compaction, or it just ended), so it runs next.";
-
-pub fn follow_up_chosen(follow_up: FollowUp) -> &'static str {
-    match follow_up {
-        FollowUp::Steer => {
-            "From now on, a message sent while Codex works joins the running turn. \
-             (/queue makes it wait instead.)"
-        }
-        FollowUp::Queue => {
-            "From now on, a message sent while Codex works waits and runs as the next turn. \
-             (/steer adds it to the running turn instead.)"
-        }
-    }
-}
 
 /// A voice message's transcript, shown before Codex gets it.
 pub fn heard(transcript: &str) -> String {
@@ -48,8 +33,6 @@ pub fn queue_full(limit: usize) -> String {
     )
 }
 
-pub const NEW_THREAD: &str =
-    "Started a new conversation: the next message goes to a fresh Codex thread.";
 pub const THREAD_REPLACED: &str = "This chat's earlier Codex session could not be restored (its \
      history is gone from disk), so a new one was started and given the recent conversation.";
 pub const NO_REPLY: &str = "(Codex finished without a reply)";
@@ -85,12 +68,6 @@ pub fn still_running(worker: &str) -> String {
 }
 
 /// What a Continue button (and a bare `/continue`) tells Codex.
-pub const CONTINUE: &str = "continue";
-pub const NOTHING_TO_COMPACT: &str = "Nothing to compact yet: this chat has no Codex thread.";
-pub const COMPACTED: &str = "Compacted: Codex replaced the thread's history with a summary.";
-pub const COMPACTED_NOTHING: &str = "Codex compacted nothing; the thread is unchanged.";
-pub const COMPACTION_FAILED: &str = "The compaction failed; the thread is unchanged.";
-
 pub fn too_long(bytes: usize) -> String {
     format!(
         "That message is {bytes} bytes; the limit is {MAX_INPUT_BYTES}. \
@@ -140,7 +117,7 @@ pub fn rerouted(model: &str) -> String {
 
 /// The status message's text: elapsed time and counts, what Codex does now, its plan and
 /// (`verbose`) the log of commands and commentary.
-pub fn live_status(work: &Work, elapsed: Duration, verbose: bool) -> String {
+pub(super) fn live_status(work: &Work, elapsed: Duration, verbose: bool) -> String {
     let mut lines = vec![format!(
         "Working · {}{}",
         clock_words(elapsed),
@@ -163,7 +140,7 @@ pub fn live_status(work: &Work, elapsed: Duration, verbose: bool) -> String {
 
 /// The line a shown status becomes when its turn ends: "Worked 4 min 12 s · 23 commands
 /// · +40 −12 in 5 files".
-pub fn work_summary(work: &Work, elapsed: Duration, completed: bool) -> String {
+pub(super) fn work_summary(work: &Work, elapsed: Duration, completed: bool) -> String {
     let head = if completed { "Worked" } else { "Ended after" };
     format!("{head} {}{}", clock_words(elapsed), counts(work))
 }
@@ -238,20 +215,6 @@ pub fn progress_chosen(progress: Progress) -> &'static str {
         }
     }
 }
-
-pub const NO_DIFF: &str =
-    "Nothing to show: Codex reported no file changes in this chat's last turn.";
-
-/// `/diff` when the database could not be read.
-pub const DIFF_UNREADABLE: &str = "The gateway's database failed, so the last diff could not \
-    be read. Try again.";
-
-/// `/last` in a chat Codex has not answered yet.
-pub const NO_LAST_ANSWER: &str = "Codex has not answered in this chat yet.";
-
-/// `/last` when the database could not be read.
-pub const LAST_ANSWER_UNREADABLE: &str = "The gateway's database failed, so the last answer \
-    could not be read. Try again.";
 
 /// The gateway went away while an answer was on its way to the chat.
 pub const ANSWER_MAY_HAVE_ARRIVED: &str = "The gateway went away while it was sending \
@@ -375,108 +338,11 @@ pub fn choice_unstored(error: &impl std::fmt::Display) -> String {
     format!("Your choice cannot be stored: {error}")
 }
 
-/// A refusal that left everything as it was.
-pub fn nothing_changed(refusal: &impl std::fmt::Display) -> String {
-    format!("{refusal}; nothing changed.")
-}
-
 /// The model a chat uses when neither it nor the config chose one and Codex names none.
 pub const CODEX_DEFAULT_MODEL: &str = "Codex's default";
 
-pub fn model_listing(current: &str, names: &str) -> String {
-    format!("Model: {current}\nChoices: {names}\nSay /model NAME to switch from the next turn on.")
-}
-
-pub fn no_such_model(name: &str, names: &str) -> String {
-    format!("There is no model {name} here; nothing changed. Choices: {names}")
-}
-
 /// Added when a provider's model (or effort) is not in Codex's list.
 pub const MODEL_AS_GIVEN: &str = " It is not in Codex's list; using it as given (the provider says on the next turn if it has no such model).";
-
-pub fn model_chosen(model: &str) -> String {
-    format!("This chat uses {model} from the next turn on.")
-}
-
-/// Added to `model_chosen` when the chosen effort does not fit the new model.
-pub fn effort_dropped(effort: &str) -> String {
-    format!(" It has no {effort} effort, so the model's default applies.")
-}
-
-pub fn no_efforts(model: &str) -> String {
-    format!("Codex lists no efforts for the model {model}.")
-}
-
-pub fn effort_listing(current: Option<&str>, model: &str, levels: &str) -> String {
-    let current = current.unwrap_or("the model's default");
-    format!(
-        "Reasoning effort: {current}\nChoices for {model}: {levels}\nSay /effort LEVEL to switch from the next turn on."
-    )
-}
-
-pub fn no_such_effort(model: &str, level: &str, levels: &str) -> String {
-    format!("{model} has no {level} effort; nothing changed. Choices: {levels}")
-}
-
-pub fn effort_chosen(level: &str) -> String {
-    format!("This chat uses {level} effort from the next turn on.")
-}
-
-/// `/cwd` in a chat whose folder the config fixes; `asked` whether it was only shown.
-pub fn fixed_folder(folder: &str, shown_only: bool) -> String {
-    match shown_only {
-        true => format!("Folder: {folder} (fixed for this chat by codex.chat_folders)"),
-        false => format!(
-            "This chat's folder is fixed to {folder} by codex.chat_folders; nothing changed."
-        ),
-    }
-}
-
-pub fn folder_listing(folder: &str, roots: &[String]) -> String {
-    let roots = match roots.is_empty() {
-        true => "none (set [codex] project_roots to allow moving)".to_owned(),
-        false => roots.join(", "),
-    };
-    format!("Folder: {folder}\nProject roots: {roots}")
-}
-
-pub fn folder_chosen(folder: &str) -> String {
-    format!("This chat works in {folder} from the next turn on.")
-}
-
-pub const NO_RATE_LIMITS: &str = "Codex reports no rate limits for this login (an API key or a \
-     custom model provider has none).";
-pub const NO_RATE_LIMIT_WINDOWS: &str = "Codex reports no rate-limit windows yet.";
-
-pub fn rate_limits_unread(error: &impl std::fmt::Display) -> String {
-    format!("Codex did not say its rate limits: {error}")
-}
-
-/// The models a person may pick: Codex's configured one marked (listed first when
-/// `model/list` lacks it), else Codex's default.
-pub fn model_names(models: &[ModelInfo], configured: Option<&str>) -> String {
-    let listed = |name: &str| models.iter().any(|m| m.id == name);
-    let unlisted = configured.filter(|name| !listed(name));
-    let marked = |id: &str, is_default: bool| match (configured, is_default) {
-        (Some(configured), _) if configured == id => format!("{id} (configured)"),
-        (None, true) => format!("{id} (default)"),
-        _ => id.to_owned(),
-    };
-    let shown: Vec<String> = unlisted
-        .map(|name| marked(name, false))
-        .into_iter()
-        .chain(
-            models
-                .iter()
-                .filter(|m| !m.hidden)
-                .map(|m| marked(&m.id, m.is_default)),
-        )
-        .collect();
-    match shown.is_empty() {
-        true => "none listed".into(),
-        false => shown.join(", "),
-    }
-}
 
 /// "5-hour", "weekly", "90-minute": a rate-limit window by its length.
 fn window_span(minutes: Option<i64>) -> Option<String> {
@@ -575,42 +441,6 @@ pub fn duration_words(seconds: i64) -> String {
     }
 }
 
-// /threads and /resume.
-
-pub fn threads_unlisted(error: &impl std::fmt::Display) -> String {
-    format!("Codex did not list its threads: {error}")
-}
-
-pub fn no_threads_on(page: usize) -> String {
-    format!("No threads on page {page}.")
-}
-
-/// Page `page` of the threads, a line each, and how to go on.
-pub fn thread_listing(page: usize, lines: &[String], more: bool) -> String {
-    let next = match more {
-        true => format!(
-            "/resume ID continues one here; /threads {} shows more.",
-            page + 1
-        ),
-        false => "/resume ID continues one here.".to_owned(),
-    };
-    format!(
-        "Threads, newest first (page {page}):\n{}\n{next}",
-        lines.join("\n")
-    )
-}
-
-/// "019a2b3c  fix the parser  2 h ago  /home/me/app".
-pub fn thread_line(thread: &ThreadSummary, now: i64, id_chars: usize) -> String {
-    let short: String = thread.id.chars().take(id_chars).collect();
-    let age = duration_words((now - thread.updated_at).max(0));
-    format!(
-        "{short}  {}  {age} ago  {}",
-        thread_title(thread),
-        thread.cwd
-    )
-}
-
 /// The thread's name, else the first words of its first message.
 pub fn thread_title(thread: &ThreadSummary) -> String {
     let text = thread.name.as_deref().unwrap_or(&thread.preview);
@@ -622,30 +452,8 @@ pub fn thread_title(thread: &ThreadSummary) -> String {
     }
 }
 
-pub const RESUME_WHICH: &str = "Say which thread: /resume ID (see /threads).";
-
-pub fn no_thread(id: &str) -> String {
-    format!("No thread {id} found; nothing changed.")
-}
-
-pub fn several_threads(id: &str, ids: &[String]) -> String {
-    format!(
-        "{id} matches several threads ({}); give more of the id.",
-        ids.join(", ")
-    )
-}
-
-pub fn resumed(id: &str, title: &str) -> String {
-    format!("This chat continues thread {id} ({title}) from the next message on.")
-}
-
-// /mode.
-
-pub const FULL_MODE_ADMINS_ONLY: &str =
-    "full mode (no sandbox, no questions) is for admins only; nothing changed.";
-
 /// A mode as a person reads it: its name and what it means.
-fn mode_line(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
+pub fn mode_line(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
     let (sandbox, approvals) = match mode {
         Some(mode) => mode_permissions(mode),
         None => configured,
@@ -663,190 +471,15 @@ fn kebab(value: &impl serde::Serialize) -> String {
     value.as_str().unwrap_or("?").to_owned()
 }
 
-pub fn mode_listing(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
-    format!(
-        "Mode: {}\nChoices: read-only (Codex reads; a write fails in the sandbox), auto (writes in the workspace, asks beyond it), full (no sandbox, no questions; admins only), default\nSay /mode NAME to switch from the next turn on.",
-        mode_line(mode, configured)
-    )
-}
-
-pub fn mode_chosen(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
-    format!(
-        "This chat runs in mode {} from the next turn on.",
-        mode_line(mode, configured)
-    )
-}
-
-pub fn no_such_mode(name: &str) -> String {
-    format!("There is no mode {name}; nothing changed. Choices: read-only, auto, full, default")
-}
-
-/// The `/status` line of the chat's mode.
-pub fn status_mode(mode: Option<Mode>, configured: (SandboxMode, ApprovalPolicy)) -> String {
-    format!("Mode: {}", mode_line(mode, configured))
-}
-
-// /fork, /undo and /name.
-
+/// `/fork`, `/undo` and `/name` in a chat that has not talked to Codex yet.
 pub const NO_THREAD_YET: &str = "This chat has no Codex thread yet: send a message first.";
-pub const NOTHING_TO_UNDO: &str = "This chat's thread has no turn to undo.";
-pub const NAME_WHICH: &str = "Say the name: /name TITLE (shown by /status and /threads).";
 
-pub fn forked(old: &str, new: &str) -> String {
-    format!(
-        "Forked: this chat goes on in thread {new}, a copy of {old} with all its context. \
-         {old} stays as it was (/threads lists it; /resume {old} goes back)."
-    )
+/// How full the thread's context is, as the latest turn left it (`/status`, `/usage`).
+pub fn context_line(record: Option<&ChatRow>) -> String {
+    let (used, window) = record.map_or((None, None), |r| (r.last_tokens, r.context_window));
+    context_use(used, window)
 }
 
-pub fn undone(asked: &str) -> String {
-    let asked: String = asked.split_whitespace().collect::<Vec<_>>().join(" ");
-    let asked = match asked.chars().count() > 60 {
-        true => format!("{}…", asked.chars().take(59).collect::<String>()),
-        false => asked,
-    };
-    format!(
-        "The last turn (\"{asked}\") is out of Codex's context from the next message on. \
-         Files Codex changed in it are NOT restored: check them (git diff) yourself."
-    )
-}
-
-pub fn named(name: &str) -> String {
-    format!("This chat's thread is named \"{name}\" (shown by /status and /threads).")
-}
-
-// /get and the files a turn wrote.
-
-pub const GET_WHICH: &str = "Say which file: /get PATH (relative to this chat's folder).";
-
-pub fn nothing_sent(refusal: &impl std::fmt::Display) -> String {
-    format!("{refusal}; nothing sent.")
-}
-
-pub fn files_offered(paths: &[String]) -> String {
-    let hints: Vec<String> = paths.iter().map(|path| format!("/get {path}")).collect();
-    format!("Files from this turn:\n{}", hints.join("\n"))
-}
-
-// /login and /logout.
-
-pub fn login_unstarted(error: &impl std::fmt::Display) -> String {
-    format!("Codex's login could not start: {error}")
-}
-
-pub fn login_code(url: &str, code: &str) -> String {
-    format!(
-        "To log Codex in, open {url} and enter the code {code}. I will say here when it is done."
-    )
-}
-
-pub const LOGGED_IN: &str = "Codex is logged in.";
-pub const LOGIN_EXPIRED: &str = "The login code expired unused; send /login to try again.";
-
-pub fn login_failed(reason: &str) -> String {
-    format!("Codex's login failed: {reason}")
-}
-
-pub const LOGGED_OUT: &str = "Codex is logged out; /login logs it in again.";
-
-pub fn logout_failed(error: &impl std::fmt::Display) -> String {
-    format!("Codex could not log out: {error}")
-}
-
-// /status.
-
-pub fn status_unavailable(error: &impl std::fmt::Display) -> String {
-    format!("Status unavailable: {error}")
-}
-
-/// The chat's thread, as `/status` names it.
-pub enum ThreadState {
-    Live(String),
-    Stored(String),
-    None,
-}
-
-/// What `/status` says.
-pub struct StatusFacts {
-    pub chat: String,
-    pub thread: ThreadState,
-    /// The thread's name (`/name`), when Codex said it.
-    pub thread_name: Option<String>,
-    /// The `/mode` line.
-    pub mode: String,
-    pub server: String,
-    /// Turns, the context line and the thread's tokens, once the chat has a row.
-    pub usage: Option<(i64, String, Option<i64>)>,
-    pub folder: Option<String>,
-    pub model: Option<String>,
-    pub effort: Option<String>,
-    pub follow_up: FollowUp,
-    pub progress: Progress,
-    /// The rate-limit windows Codex last reported during a turn, a line each.
-    pub rate_limits: Vec<String>,
-}
-
-pub fn status(facts: &StatusFacts) -> String {
-    let thread = match &facts.thread {
-        ThreadState::Live(id) => format!("{id} (live)"),
-        ThreadState::Stored(id) => format!("{id} (stored; resumed on the next message)"),
-        ThreadState::None => "none yet (the next message starts one)".to_owned(),
-    };
-    let mut lines = vec![format!("Chat: {}", facts.chat), format!("Thread: {thread}")];
-    if let Some(name) = &facts.thread_name {
-        lines.push(format!("Thread name: {name}"));
-    }
-    lines.push(format!("Codex server: {}", facts.server));
-    if let Some((turns, context, total)) = &facts.usage {
-        lines.push(format!("Turns: {turns}"));
-        lines.push(context.clone());
-        if let Some(total) = total {
-            lines.push(format!("Tokens used by this thread: {total}"));
-        }
-    }
-    let folder = facts.folder.as_deref();
-    let folder = folder.unwrap_or("set when the first thread starts");
-    lines.push(format!("Working directory: {folder}"));
-    let model = facts
-        .model
-        .as_deref()
-        .unwrap_or("Codex's configured default");
-    lines.push(format!("Model: {model}"));
-    let effort = facts.effort.as_deref().unwrap_or("the model's default");
-    lines.push(format!("Reasoning effort: {effort}"));
-    lines.push(facts.mode.clone());
-    let follow_up = match facts.follow_up {
-        FollowUp::Steer => "join the running turn (/queue to make them wait)",
-        FollowUp::Queue => "wait for the running turn (/steer to add them to it)",
-    };
-    lines.push(format!("Messages sent while Codex works: {follow_up}"));
-    let progress = match facts.progress {
-        Progress::Status => "one status message (/verbose for every step, /quiet for none)",
-        Progress::Verbose => "every command and commentary line (/verbose again: short status)",
-        Progress::Quiet => "typing and the answer only (/quiet again: the status)",
-    };
-    lines.push(format!("While Codex works: {progress}"));
-    if !facts.rate_limits.is_empty() {
-        lines.push(format!("Rate limits: {}", facts.rate_limits.join("; ")));
-    }
-    lines.join("\n")
-}
-
-pub const SERVER_NOT_YET: &str = "chosen when the first thread starts";
-
-/// A server's label, and why it is down if it is.
-pub fn server_state(label: &str, problem: Option<&str>) -> String {
-    match problem {
-        None => label.to_owned(),
-        Some(problem) => format!("{label}; down: {problem}"),
-    }
-}
-
-pub fn server_gone(name: &str) -> String {
-    format!("{name} (no longer configured; the next message moves the chat)")
-}
-
-/// How full the thread's context is, as the latest turn left it.
 pub fn context_use(used: Option<i64>, window: Option<i64>) -> String {
     match (used, window) {
         (Some(used), Some(limit)) if limit > 0 => {
@@ -860,7 +493,6 @@ pub fn context_use(used: Option<i64>, window: Option<i64>) -> String {
 // Codex's questions.
 
 pub const ANSWER_SENT: &str = "Answer sent to Codex.";
-pub const ANSWER_HOW: &str = "Say /answer and your reply, e.g. /answer 1 for the first option.";
 pub const QUESTION_EXPIRED: &str = "Nobody answered Codex's question in time; Codex was told what was answered (if anything) and goes on.";
 
 /// One of Codex's questions: its header, the question, the options numbered with what
@@ -896,12 +528,7 @@ pub fn question(question: &codex::UserQuestion, number: usize, of: usize) -> Str
 
 /// Scheduled jobs (`/every`, `/at`, `/jobs`, `/unschedule`).
 pub mod jobs {
-    use crate::schedule::ScheduleError;
-
-    pub const NONE: &str = "This chat has no scheduled jobs. /every 2h PROMPT runs one every \
-         two hours, /at 14:30 PROMPT once.";
-    pub const NOT_YOURS: &str =
-        "Only the job's creator or an admin can remove it (/jobs shows the jobs).";
+    use crate::schedule::{self, ScheduleError};
 
     pub fn scheduled(id: i64, schedule: &str, next: &str) -> String {
         format!(
@@ -910,32 +537,7 @@ pub mod jobs {
         )
     }
 
-    pub const UNSCHEDULE_WHICH: &str =
-        "/unschedule takes a job's number from /jobs, or all: /unschedule 3.";
-
-    fn example(command: &str) -> &'static str {
-        match command {
-            "every" => {
-                "/every 2h check the CI and summarise, or /every \"0 9 * * 1-5\" summarise \
-                 yesterday's commits (a cron pattern in quotes: weekdays at 9)"
-            }
-            _ => {
-                "/at 14:30 check the deploy, /at 2026-12-24 09:00 wish a merry Christmas, or \
-                 /at in 2h see if it finished"
-            }
-        }
-    }
-
-    /// `/every` or `/at` without a schedule.
-    pub fn usage(command: &str) -> String {
-        format!(
-            "/{command} needs a time and a prompt, for example: {}.",
-            example(command)
-        )
-    }
-
-    pub fn bad_schedule(command: &str, error: &ScheduleError) -> String {
-        let example = example(command);
+    pub fn bad_schedule(error: &ScheduleError, example: &str) -> String {
         format!("That schedule was not taken: {error}. For example: {example}.")
     }
 
@@ -943,41 +545,10 @@ pub mod jobs {
         format!("This chat has {max} jobs, as many as allowed; /unschedule one first.")
     }
 
-    pub fn removed(id: i64) -> String {
-        format!("Job {id} removed.")
-    }
-
-    pub fn no_such_job(id: i64) -> String {
-        format!("This chat has no job {id} (/jobs lists them).")
-    }
-
-    /// `/unschedule all`: `kept` jobs were others', which only an admin removes.
-    pub fn removed_all(removed: usize, kept: usize) -> String {
-        const OTHERS: &str = "only an admin or their creator removes them.";
-        match (removed, kept) {
-            (0, 0) => NONE.into(),
-            (0, kept) => format!("None of this chat's {kept} jobs is yours; {OTHERS}"),
-            (1, 0) => "Removed this chat's one job.".into(),
-            (removed, 0) => format!("Removed this chat's {removed} jobs."),
-            (removed, kept) => {
-                format!("Removed your {removed} jobs; {kept} others' stay: {OTHERS}")
-            }
-        }
-    }
-
-    pub fn listing(timezone: &str, lines: &[String]) -> String {
-        format!(
-            "Jobs of this chat (times in {timezone}):\n{}",
-            lines.join("\n")
-        )
-    }
-
-    /// A line of `/jobs`.
-    pub fn listed(id: i64, schedule: &str, next: &str, prompt: &str, last: Option<&str>) -> String {
-        let last = last
-            .map(|last| format!("; last run: {last}"))
-            .unwrap_or_default();
-        format!("{id}. {schedule}, next {next}{last}\n   {prompt}")
+    /// `Fri 4 Dec 09:00 (in 2 h)`.
+    pub fn next_run_shown(at: i64, now: i64, timezone: chrono_tz::Tz) -> String {
+        let wait = schedule::span((at - now).max(0) as u64);
+        format!("{} (in {wait})", schedule::local_time(at, timezone))
     }
 
     /// A run's answer, headed by its job.
@@ -1060,73 +631,5 @@ mod tests {
         for (window, expected) in cases {
             assert_eq!(window_line(&window, 1_000), expected);
         }
-    }
-
-    #[test]
-    fn a_thread_line_shows_short_id_title_age_and_folder() {
-        let thread = ThreadSummary {
-            id: "019a2b3c-dead-beef".into(),
-            preview: "read file\nnotes.txt please and then tell me everything about what it says"
-                .into(),
-            name: None,
-            updated_at: 1_000,
-            cwd: "/w/app".into(),
-        };
-        assert_eq!(
-            thread_line(&thread, 1_000 + 7_800, 8),
-            "019a2b3c  read file notes.txt please and then tell me eve…  2 h 10 min ago  /w/app"
-        );
-        let named = ThreadSummary {
-            name: Some("Parser fix".into()),
-            ..thread
-        };
-        assert_eq!(thread_title(&named), "Parser fix");
-    }
-
-    #[test]
-    fn status_names_everything_and_the_known_rate_limits() {
-        let facts = StatusFacts {
-            chat: "telegram:1".into(),
-            thread: ThreadState::Stored("t1".into()),
-            thread_name: Some("Puffins".into()),
-            mode: status_mode(
-                Some(Mode::ReadOnly),
-                (SandboxMode::DangerFullAccess, ApprovalPolicy::Never),
-            ),
-            server: "local (this machine)".into(),
-            usage: Some((3, context_use(Some(500), Some(1000)), Some(1200))),
-            folder: None,
-            model: Some("m1".into()),
-            effort: None,
-            follow_up: FollowUp::Queue,
-            progress: Progress::Status,
-            rate_limits: vec![
-                "5-hour window: 42% used".into(),
-                "Weekly window: 5% used".into(),
-            ],
-        };
-        let text = status(&facts);
-        for line in [
-            "Chat: telegram:1",
-            "Thread: t1 (stored; resumed on the next message)",
-            "Thread name: Puffins",
-            "Mode: read-only: sandbox read-only, approvals on-request",
-            "Codex server: local (this machine)",
-            "Turns: 3",
-            "Context: 500 / 1000 tokens (50%)",
-            "Tokens used by this thread: 1200",
-            "Working directory: set when the first thread starts",
-            "Model: m1",
-            "Reasoning effort: the model's default",
-            "Messages sent while Codex works: wait for the running turn",
-            "Rate limits: 5-hour window: 42% used; Weekly window: 5% used",
-        ] {
-            assert!(text.contains(line), "{line:?} not in {text}");
-        }
-        let quiet = status(&StatusFacts {
-            rate_limits: Vec::new(),
-            ..facts
-        });
-        assert!(!quiet.contains("Rate limits"), "{quiet}");
     }
 }

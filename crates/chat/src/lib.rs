@@ -183,11 +183,12 @@ pub enum OutboundKind {
     /// A file for the chat (`/get`), sent as a document.
     File { name: String, bytes: Vec<u8> },
     /// A notice listing options, with a button per option where the platform has them;
-    /// pressing one is its presser sending `/{command} {option}`.
+    /// pressing one is its presser sending `/{command} {option}` (the command's name, as
+    /// its spec has it).
     Choices {
         slot: Option<AnswerSlot>,
         text: String,
-        command: String,
+        command: &'static str,
         options: Vec<String>,
     },
     /// The answer to a message kept in the durable inbox: sent like `Reply`, from its

@@ -131,7 +131,7 @@ impl<S: Sink> Worker<S> {
                 command,
                 options,
             } => {
-                let buttons = choices::buttons(&command, &options);
+                let buttons = choices::buttons(command, &options);
                 self.sink.offer(slot, &text, &buttons).await
             }
             OutboundKind::Approval(prompt) => {

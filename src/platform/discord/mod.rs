@@ -30,11 +30,12 @@ use super::choices;
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use super::texts;
+use crate::commands;
 use crate::config::{DiscordConfig, is_admin};
 use crate::inbox::{Acceptance, Inbox};
 use crate::platform;
 use crate::platform::delivery::Pace;
-use crate::router::{Router, command};
+use crate::router::Router;
 use chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use order::InOrder;
 use state::{PendingCommands, ThreadParents};
@@ -208,7 +209,7 @@ impl EventHandler for Handler {
 
 /// The command menu as slash commands: per guild (shown at once) or global.
 async fn register_commands(http: &Http, guild_ids: &[u64]) {
-    let commands: Vec<CreateCommand> = command::COMMANDS
+    let commands: Vec<CreateCommand> = commands::SPECS
         .iter()
         .map(|spec| {
             let command = CreateCommand::new(spec.name).description(spec.menu);

@@ -1,9 +1,9 @@
 //! Reading Telegram messages: who may talk, when the bot is addressed and which chat key
 //! a message belongs to (and back: where a chat key's answers go). Pure functions.
 
+use crate::commands::{self, Input};
 use crate::config::GroupThreads;
 use crate::platform::mention;
-use crate::router::command::{self, Input};
 use chat::{ChatKey, Platform};
 
 /// Where a message came from, as far as routing cares.
@@ -59,7 +59,7 @@ pub fn addressed(text: &str, replies_to_bot: bool, bot_username: &str) -> bool {
         .is_none_or(|(_, bot)| bot.eq_ignore_ascii_case(bot_username));
     for_us
         && matches!(
-            command::parse(first),
+            commands::parse(first),
             Input::Command(..) | Input::UnknownCommand(_) | Input::BadArgument(_)
         )
 }

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
+use crate::commands;
 use crate::config::{self, TelegramConfig};
 use crate::inbox::Inbox;
 use crate::platform;
@@ -35,7 +36,7 @@ use crate::platform::delivery::Pace;
 use crate::platform::intake::{IntakeHealth, keep_running};
 use crate::platform::refusals::Refusals;
 use crate::platform::texts;
-use crate::router::{Router, command};
+use crate::router::Router;
 use chat::{Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use inbound::Origin;
 
@@ -179,7 +180,7 @@ struct Bots {
 
 /// Registers the command menu and removes a webhook, which would block long polling.
 async fn prepare(bot: &Bot) {
-    let commands = command::COMMANDS
+    let commands = commands::SPECS
         .iter()
         .map(|spec| BotCommand::new(spec.name, spec.menu));
     if let Err(error) = bot.set_my_commands(commands).await {

@@ -5,7 +5,7 @@ use tracing::{error, info, warn};
 
 use super::Actor;
 use crate::router::replies::Replies;
-use crate::router::texts;
+
 use crate::router::turn::{TurnEnd, TurnOutcome};
 use crate::session::ChatRow;
 use crate::session::SessionError;
@@ -13,17 +13,6 @@ use codex::TurnStatus;
 use hygiene::{self, Action, CompactionOutcome, Observation};
 
 impl Actor {
-    /// `/compact`.
-    pub(super) async fn compact(&mut self, replies: &Replies<'_>) {
-        match self.run_compaction(replies).await {
-            Ok(None) => replies.notice(texts::NOTHING_TO_COMPACT),
-            Ok(Some(CompactionOutcome::Reduced)) => replies.notice(texts::COMPACTED),
-            Ok(Some(CompactionOutcome::NoOp)) => replies.notice(texts::COMPACTED_NOTHING),
-            Ok(Some(CompactionOutcome::Failed)) => replies.notice(texts::COMPACTION_FAILED),
-            Err(error) => self.report(replies, &error),
-        }
-    }
-
     /// After a turn: hygiene's decision for the thread, given the chat's row as the turn
     /// left it. It may compact the live thread (gateway mode).
     pub(super) async fn hygiene(&mut self, replies: &Replies<'_>, record: &ChatRow) {
@@ -56,7 +45,7 @@ impl Actor {
 
     /// Runs Codex's native compaction on the chat's thread and records the outcome.
     /// `None` when the chat has no thread yet.
-    async fn run_compaction(
+    pub(crate) async fn run_compaction(
         &mut self,
         replies: &Replies<'_>,
     ) -> Result<Option<CompactionOutcome>, SessionError> {

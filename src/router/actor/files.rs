@@ -1,33 +1,17 @@
-//! What a turn left, sent on request: `/get` sends a file from the chat's folder (and a
-//! turn's reply that names files Codex wrote in that turn offers them), `/diff` the last
-//! turn's changes, `/last` Codex's last answer.
+//! A turn's reply that names files Codex wrote in that turn offers them, each as a `/get`
+//! button.
 
 use std::path::Path;
 
-use tracing::{info, warn};
-
 use super::Actor;
+use crate::commands::ChatCommand;
+use crate::commands::get::Get;
 use crate::router::replies::Replies;
-use crate::router::texts;
-use chat::OutboundKind;
 
 /// Files offered under one reply, at most.
 const MAX_OFFERED: usize = 10;
 
 impl Actor {
-    pub(super) async fn get(&mut self, replies: &Replies<'_>, path: &str) {
-        if path.is_empty() {
-            return replies.notice(texts::GET_WHICH);
-        }
-        match self.session.file(path).await {
-            Ok((name, bytes)) => {
-                info!(chat = %self.chat, bytes = bytes.len(), "file sent");
-                replies.file(name, bytes);
-            }
-            Err(refusal) => replies.notice(texts::nothing_sent(&refusal)),
-        }
-    }
-
     /// Offers the files the turn wrote that its reply names, each with its `/get` (a
     /// button where the platform has them).
     pub(super) fn offer_files(&self, replies: &Replies<'_>, changed: &[String], reply: &str) {
@@ -38,32 +22,13 @@ impl Actor {
         if offered.is_empty() {
             return;
         }
-        replies.choices(texts::files_offered(&offered), "get", offered);
+        replies.choices(files_offered(&offered), &Get::SPEC, offered);
     }
+}
 
-    /// `/last`: Codex's newest answer in the chat, sent again.
-    pub(super) async fn send_last_answer(&self, replies: &Replies<'_>) {
-        match self.session.last_answer().await {
-            Ok(Some(answer)) => replies.send(OutboundKind::Reply(answer)),
-            Ok(None) => replies.notice(texts::NO_LAST_ANSWER),
-            Err(error) => {
-                warn!(chat = %self.chat, %error, "could not read the last answer");
-                replies.notice(texts::LAST_ANSWER_UNREADABLE);
-            }
-        }
-    }
-
-    /// `/diff`: the last turn's changes as a `.diff` file.
-    pub(super) async fn send_diff(&self, replies: &Replies<'_>) {
-        match self.session.last_diff().await {
-            Ok(Some(diff)) => replies.file("last-turn.diff".into(), diff.into_bytes()),
-            Ok(None) => replies.notice(texts::NO_DIFF),
-            Err(error) => {
-                warn!(chat = %self.chat, %error, "could not read the last diff");
-                replies.notice(texts::DIFF_UNREADABLE);
-            }
-        }
-    }
+fn files_offered(paths: &[String]) -> String {
+    let hints: Vec<String> = paths.iter().map(|path| format!("/get {path}")).collect();
+    format!("Files from this turn:\n{}", hints.join("\n"))
 }
 
 /// The files of `changed` (absolute) inside `folder` that `reply` names, by their path in

@@ -1,21 +1,18 @@
-//! Scheduled work in the chat: `/every`, `/at`, `/jobs` and `/unschedule`, and a job's
-//! run, served like its creator's message with its answer headed by the job.
+//! Scheduled work in the chat: what `/every` and `/at` share (reading a schedule, storing
+//! the job), and a job's run, served like its creator's message with its answer headed by
+//! the job.
 
 use tracing::{info, warn};
 
 use super::Actor;
 use crate::clock::unix_now;
-use crate::router::command::JobTarget;
 use crate::router::jobs::JobRun;
 use crate::router::replies::Replies;
 use crate::router::texts::jobs as said;
-use crate::schedule::{self, Rules, Schedule, ScheduleError};
+use crate::schedule::{Rules, Schedule, ScheduleError};
 use crate::session::NewJob;
 use chat::Inbound;
 use codex::TurnStatus;
-
-/// Characters of a job's prompt shown by `/jobs`.
-const PROMPT_SHOWN: usize = 80;
 
 /// The job being run, and how its run went once known.
 pub(super) struct RunningJob {
@@ -25,25 +22,8 @@ pub(super) struct RunningJob {
 }
 
 impl Actor {
-    pub(super) async fn every(&mut self, replies: &Replies<'_>, argument: &str) {
-        if argument.is_empty() {
-            return replies.notice(said::usage("every"));
-        }
-        let rules = self.schedule_rules();
-        let parsed = schedule::parse_every(argument, &rules);
-        self.add_job(replies, "every", parsed, &rules).await;
-    }
-
-    pub(super) async fn at(&mut self, replies: &Replies<'_>, argument: &str) {
-        if argument.is_empty() {
-            return replies.notice(said::usage("at"));
-        }
-        let rules = self.schedule_rules();
-        let parsed = schedule::parse_at(argument, &rules);
-        self.add_job(replies, "at", parsed, &rules).await;
-    }
-
-    fn schedule_rules(&self) -> Rules {
+    /// How `/every` and `/at` read a schedule now, in the chat's zone.
+    pub(crate) fn schedule_rules(&self) -> Rules {
         let settings = &self.ctx.settings.schedule;
         Rules {
             now: unix_now(),
@@ -52,12 +32,14 @@ impl Actor {
         }
     }
 
-    async fn add_job(
+    /// Stores a job `/every` or `/at` read (its schedule, or why it was refused: told
+    /// with `example`), and tells the job runner.
+    pub(crate) async fn add_job(
         &mut self,
         replies: &Replies<'_>,
-        command: &str,
         parsed: Result<(Schedule, &str), ScheduleError>,
         rules: &Rules,
+        example: &str,
     ) {
         let parsed = parsed.and_then(|(schedule, prompt)| {
             let next_run = schedule.next_after(rules.now, rules.timezone);
@@ -67,7 +49,7 @@ impl Actor {
             Ok(parsed) => parsed,
             Err(error) => {
                 info!(chat = %self.chat, %error, "schedule refused");
-                return replies.notice(said::bad_schedule(command, &error));
+                return replies.notice(said::bad_schedule(&error, example));
             }
         };
         let stored = schedule.stored();
@@ -90,67 +72,8 @@ impl Actor {
         self.jobs_changed.notify_one();
         info!(chat = %self.chat, job = id, schedule = stored, next_run, "job scheduled");
         let timezone = rules.timezone;
-        let next = next_run_shown(next_run, rules.now, timezone);
+        let next = said::next_run_shown(next_run, rules.now, timezone);
         replies.notice(said::scheduled(id, &schedule.describe(timezone), &next));
-    }
-
-    pub(super) async fn list_jobs(&mut self, replies: &Replies<'_>) {
-        let jobs = match self.ctx.jobs(&self.chat).await {
-            Ok(jobs) => jobs,
-            Err(error) => return self.report(replies, &error),
-        };
-        if jobs.is_empty() {
-            return replies.notice(said::NONE);
-        }
-        let timezone = self.ctx.settings.schedule.timezone;
-        let now = unix_now();
-        let lines: Vec<String> = jobs
-            .iter()
-            .map(|job| {
-                let schedule = Schedule::from_stored(&job.schedule)
-                    .map_or_else(|| job.schedule.clone(), |s| s.describe(timezone));
-                let last = job.last_run.map(|at| {
-                    let result = job.last_result.as_deref().unwrap_or("running");
-                    format!("{result} ({})", schedule::local_time(at, timezone))
-                });
-                let next = next_run_shown(job.next_run, now, timezone);
-                let prompt = shortened(&job.prompt);
-                said::listed(job.id, &schedule, &next, &prompt, last.as_deref())
-            })
-            .collect();
-        replies.notice(said::listing(timezone.name(), &lines));
-    }
-
-    /// Removes one job or all of the chat's: each by its creator or an admin.
-    pub(super) async fn unschedule(&mut self, replies: &Replies<'_>, target: JobTarget) {
-        let jobs = match self.ctx.jobs(&self.chat).await {
-            Ok(jobs) => jobs,
-            Err(error) => return self.report(replies, &error),
-        };
-        let may_remove = |creator: &str| replies.admin || creator == replies.user;
-        let chosen: Vec<_> = match target {
-            JobTarget::One(id) => match jobs.iter().find(|job| job.id == id) {
-                None => return replies.notice(said::no_such_job(id)),
-                Some(job) if !may_remove(&job.creator) => return replies.notice(said::NOT_YOURS),
-                Some(job) => vec![job],
-            },
-            JobTarget::All => jobs.iter().filter(|job| may_remove(&job.creator)).collect(),
-        };
-        let mut removed = 0;
-        for job in &chosen {
-            match self.ctx.remove_job(job.id).await {
-                Ok(true) => removed += 1,
-                Ok(false) => {}
-                Err(error) => return self.report(replies, &error),
-            }
-        }
-        self.jobs_changed.notify_one();
-        info!(chat = %self.chat, removed, "jobs removed");
-        let kept = jobs.len() - chosen.len();
-        match target {
-            JobTarget::One(id) => replies.notice(said::removed(id)),
-            JobTarget::All => replies.notice(said::removed_all(removed, kept)),
-        }
     }
 
     /// A job's run: its prompt served as its creator's message, the answer headed by the
@@ -214,20 +137,5 @@ impl Actor {
         self.queue
             .iter()
             .any(|message| matches!(message, super::ActorMsg::Job { job, .. } if job.id == id))
-    }
-}
-
-/// `Fri 4 Dec 09:00 (in 2 h)`.
-fn next_run_shown(at: i64, now: i64, timezone: chrono_tz::Tz) -> String {
-    let wait = schedule::span((at - now).max(0) as u64);
-    format!("{} (in {wait})", schedule::local_time(at, timezone))
-}
-
-fn shortened(prompt: &str) -> String {
-    let line = prompt.lines().next().unwrap_or_default();
-    match line.char_indices().nth(PROMPT_SHOWN) {
-        Some((end, _)) => format!("{}…", &line[..end]),
-        None if line.len() < prompt.len() => format!("{line}…"),
-        None => line.to_owned(),
     }
 }

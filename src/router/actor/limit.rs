@@ -123,7 +123,7 @@ impl Actor {
 
     /// `/stop` with no turn running: cancels the held messages. Returns whether there were
     /// any.
-    pub(super) async fn cancel_held(&mut self, replies: &Replies<'_>) -> bool {
+    pub(crate) async fn cancel_held(&mut self, replies: &Replies<'_>) -> bool {
         let held: Vec<_> = self.held.messages.drain(..).collect();
         self.held.limit_until = None;
         for (_, inbound) in &held {

@@ -3,7 +3,7 @@
 use tracing::{error, info, warn};
 
 use super::Actor;
-use crate::router::command::{self, Input};
+use crate::commands::{self, Input};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
@@ -20,7 +20,7 @@ impl Actor {
         inbound: &Inbound,
     ) -> Option<Prompt> {
         if inbound.attachments.is_empty() {
-            return match command::parse(&inbound.text) {
+            return match commands::parse(&inbound.text) {
                 Input::Text(text) => Some(Prompt::text(text)),
                 _ => None,
             };
@@ -47,7 +47,7 @@ impl Actor {
     }
 
     /// A message for Codex, or (`/review`) a review: one turn either way.
-    pub(super) async fn turn(&mut self, replies: &Replies<'_>, request: TurnRequest<'_>) {
+    pub(crate) async fn turn(&mut self, replies: &Replies<'_>, request: TurnRequest<'_>) {
         if let Some(missing) = self.session.login_missing().await {
             info!(chat = %self.chat, "message not sent: Codex is not logged in");
             return replies.notice(missing);

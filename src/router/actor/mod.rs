@@ -11,13 +11,9 @@ mod files;
 mod follow;
 mod jobs;
 mod limit;
-mod login;
 mod message;
-mod new;
 mod questions;
-mod status;
 mod steer;
-mod threads;
 mod unreachable;
 
 use std::collections::VecDeque;
@@ -28,14 +24,13 @@ use tracing::{error, info, warn};
 
 use super::activity::Activity;
 use super::approvals::{Answer, ApprovalBook, PendingApprovals};
-use super::command::{self, Command, CommandSpec, Input};
 use super::jobs::JobRun;
 use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
+use crate::commands::{self, Command, Input};
 use crate::session::{Context, Prompt, Session, SessionError, TurnRequest};
 use chat::{ApprovalId, ChatKey, Inbound, Stage, Step, Ticket};
-use chat::{FollowUp, Progress};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),
@@ -72,10 +67,11 @@ pub(super) struct ActorParts {
     pub(super) jobs_changed: Arc<Notify>,
 }
 
-pub(super) struct Actor {
-    chat: ChatKey,
-    ctx: Arc<Context>,
-    session: Session,
+/// One chat's actor: its session, and what its turns and commands need.
+pub(crate) struct Actor {
+    pub(crate) chat: ChatKey,
+    pub(crate) ctx: Arc<Context>,
+    pub(crate) session: Session,
     mailbox: mpsc::UnboundedReceiver<ActorMsg>,
     mailbox_open: bool,
     queue: VecDeque<ActorMsg>,
@@ -88,7 +84,7 @@ pub(super) struct Actor {
     serving: Option<Ticket>,
     /// The scheduled job whose run is being served.
     job: Option<jobs::RunningJob>,
-    jobs_changed: Arc<Notify>,
+    pub(crate) jobs_changed: Arc<Notify>,
     _alive: watch::Sender<()>,
     activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
@@ -311,7 +307,7 @@ impl Actor {
             }
             return;
         }
-        match command::parse(&inbound.text) {
+        match commands::parse(&inbound.text) {
             Input::Empty => replies.notice(texts::EMPTY_MESSAGE),
             Input::TooLong { bytes } => {
                 warn!(chat = %self.chat, bytes, "message too long");
@@ -319,7 +315,7 @@ impl Actor {
             }
             Input::UnknownCommand(name) => replies.notice(texts::unknown_command(name)),
             Input::BadArgument(why) => replies.notice(why),
-            Input::Command(spec, command) => self.command(&replies, spec, command).await,
+            Input::Command(command) => self.command(&replies, command).await,
             Input::Text(text) => {
                 let prompt = Prompt::text(text);
                 self.turn(&replies, TurnRequest::Message(&prompt)).await
@@ -327,59 +323,15 @@ impl Actor {
         }
     }
 
-    /// Runs one command, no turn running. Each arm is a call to its handler.
-    async fn command(&mut self, replies: &Replies<'_>, spec: &CommandSpec, command: Command) {
-        if spec.admin_only
+    /// Runs one command (no turn running, or one answered during a turn): an admins'
+    /// command is refused to others, and anywhere but a direct message.
+    async fn command(&mut self, replies: &Replies<'_>, command: Command) {
+        if command.spec().admin_only
             && let Some(refusal) = texts::admin_refusal(replies.private, replies.admin)
         {
             return replies.notice(refusal);
         }
-        match command {
-            Command::Help => replies.notice(command::help()),
-            Command::Status => replies.notice(self.status().await),
-            Command::Stop => {
-                if !self.cancel_held(replies).await {
-                    replies.notice(texts::NOTHING_RUNNING)
-                }
-            }
-            Command::New => self.start_over(replies).await,
-            Command::Compact => self.compact(replies).await,
-            Command::Model(name) => self.model(replies, &name).await,
-            Command::Effort(level) => self.effort(replies, &level).await,
-            Command::Cwd(dir) => self.cwd(replies, &dir).await,
-            Command::Usage => self.usage(replies).await,
-            Command::Threads(page) => self.threads(replies, page).await,
-            Command::Resume(id) => self.resume(replies, &id).await,
-            Command::Login => self.login(replies).await,
-            Command::Logout => self.logout(replies).await,
-            Command::Review => self.turn(replies, TurnRequest::Review).await,
-            Command::Get(path) => self.get(replies, &path).await,
-            Command::Steer => self.choose_follow_up(replies, FollowUp::Steer).await,
-            Command::Queue => self.choose_follow_up(replies, FollowUp::Queue).await,
-            Command::Verbose => self.toggle_progress(replies, Progress::Verbose).await,
-            Command::Quiet => self.toggle_progress(replies, Progress::Quiet).await,
-            Command::Diff => self.send_diff(replies).await,
-            Command::Last => self.send_last_answer(replies).await,
-            Command::Answer(reply) => self.answer_question(replies, &reply),
-            Command::Mode(mode) => self.mode(replies, &mode).await,
-            Command::Fork => self.fork(replies).await,
-            Command::Undo => self.undo(replies).await,
-            Command::Name(title) => self.name_thread(replies, &title).await,
-            Command::Every(schedule) => self.every(replies, &schedule).await,
-            Command::At(when) => self.at(replies, &when).await,
-            Command::Jobs => self.list_jobs(replies).await,
-            Command::Unschedule(Some(target)) => self.unschedule(replies, target).await,
-            Command::Unschedule(None) => replies.notice(texts::jobs::UNSCHEDULE_WHICH),
-            Command::Continue(text) => {
-                let text = if text.is_empty() {
-                    texts::CONTINUE
-                } else {
-                    &text
-                };
-                let prompt = Prompt::text(text);
-                self.turn(replies, TurnRequest::Message(&prompt)).await
-            }
-        }
+        command.run(self, replies).await
     }
 
     /// A message that arrives while the turn `turn_id` runs (the id unknown until a
@@ -405,7 +357,7 @@ impl Actor {
         };
         // With files, the text is their caption, for Codex (as when no turn runs).
         let parsed = match inbound.attachments.is_empty() {
-            true => command::parse(&inbound.text),
+            true => commands::parse(&inbound.text),
             false => Input::Text(&inbound.text),
         };
         // While Codex waits on a question, a plain message is its answer.
@@ -420,16 +372,16 @@ impl Actor {
         let for_codex = matches!(parsed, Input::Text(_));
         let replies = Replies::to(&inbound);
         let answered = match parsed {
-            Input::Command(_, Command::Stop) => {
+            Input::Command(Command::Stop(_)) => {
                 info!(chat = %self.chat, "stop requested");
                 replies.notice(texts::STOPPING);
                 self.ticket_done(&inbound).await;
                 return true;
             }
-            Input::Command(spec, command) if spec.during_turn => {
+            Input::Command(command) if command.spec().during_turn => {
                 // Boxed: a command may follow a turn, and this runs inside one (such
                 // commands start none, so it goes one level deep).
-                Box::pin(self.command(&replies, spec, command)).await;
+                Box::pin(self.command(&replies, command)).await;
                 true
             }
             _ if self.queued_messages() >= self.ctx.settings.max_queued => {
@@ -467,7 +419,7 @@ impl Actor {
         self.queue.iter().filter(is_message).count()
     }
 
-    fn report(&mut self, replies: &Replies<'_>, error: &SessionError) {
+    pub(crate) fn report(&mut self, replies: &Replies<'_>, error: &SessionError) {
         error!(chat = %self.chat, %error, "request failed");
         self.ctx.metrics.error(error.kind());
         let said = texts::session_error(error);
@@ -479,8 +431,9 @@ impl Actor {
 /// Whether a message asks Codex for a turn (text, files, `/continue`, `/review`).
 fn for_codex(inbound: &Inbound) -> bool {
     !inbound.attachments.is_empty()
-        || matches!(
-            command::parse(&inbound.text),
-            Input::Text(_) | Input::Command(_, Command::Continue(_) | Command::Review)
-        )
+        || match commands::parse(&inbound.text) {
+            Input::Text(_) => true,
+            Input::Command(command) => command.spec().starts_turn,
+            _ => false,
+        }
 }

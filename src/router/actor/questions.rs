@@ -4,6 +4,8 @@
 use tracing::{debug, info};
 
 use super::Actor;
+use crate::commands::ChatCommand;
+use crate::commands::answer::Answer;
 use crate::router::replies::Replies;
 use crate::router::texts;
 use codex::{QuestionResponder, UserQuestion};
@@ -24,10 +26,7 @@ impl Actor {
     }
 
     /// Takes `reply` as the answer to the question shown, then shows the next one.
-    pub(super) fn answer_question(&mut self, replies: &Replies<'_>, reply: &str) {
-        if reply.trim().is_empty() {
-            return replies.notice(texts::ANSWER_HOW);
-        }
+    pub(crate) fn answer_question(&mut self, replies: &Replies<'_>, reply: &str) {
         let secret = self
             .questions
             .current()
@@ -65,6 +64,6 @@ impl Actor {
         };
         let text = texts::question(shown.question, shown.number, shown.of);
         let options = shown.question.options.iter().map(|o| o.label.clone());
-        replies.choices(text, "answer", options.collect());
+        replies.choices(text, &Answer::SPEC, options.collect());
     }
 }

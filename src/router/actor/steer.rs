@@ -1,38 +1,14 @@
 //! A message that arrives while Codex works: given to the running turn (`turn/steer`), or
-//! queued for the next one; and `/steer`, `/queue` to choose which, per chat.
+//! queued for the next one, as the chat chose (`/steer`, `/queue`).
 
 use tracing::{info, warn};
 
 use super::{Actor, ActorMsg};
 use crate::router::replies::Replies;
 use crate::router::texts;
-use chat::{Chosen, FollowUp, Inbound, Progress};
+use chat::{FollowUp, Inbound};
 
 impl Actor {
-    /// `/steer` or `/queue`: what this chat's messages sent during a turn do from now on.
-    pub(super) async fn choose_follow_up(&mut self, replies: &Replies<'_>, follow_up: FollowUp) {
-        match self.session.choose(Chosen::FollowUp(Some(follow_up))).await {
-            Ok(()) => replies.notice(texts::follow_up_chosen(follow_up)),
-            Err(error) => self.report(replies, &error.into()),
-        }
-    }
-
-    /// `/verbose` or `/quiet`: switches this chat to `progress`, or back to the short
-    /// status when it is on already.
-    pub(super) async fn toggle_progress(&mut self, replies: &Replies<'_>, progress: Progress) {
-        if let Err(error) = self.session.choices().await {
-            return self.report(replies, &error.into());
-        }
-        let chosen = match self.session.progress() == progress {
-            true => Progress::Status,
-            false => progress,
-        };
-        match self.session.choose(Chosen::Progress(Some(chosen))).await {
-            Ok(()) => replies.notice(texts::progress_chosen(chosen)),
-            Err(error) => self.report(replies, &error.into()),
-        }
-    }
-
     /// Gives a message for Codex to the running turn `turn_id`, when the chat steers and
     /// Codex takes it; otherwise queues it for the next turn.
     pub(super) async fn steer_or_queue(&mut self, inbound: Inbound, turn_id: Option<&str>) {
