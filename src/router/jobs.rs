@@ -14,7 +14,8 @@ use tracing::{error, info, warn};
 use super::{Inner, Router};
 use crate::clock::unix_now;
 use crate::schedule::Schedule;
-use crate::session::{Job, SessionError};
+use crate::session::SessionError;
+use chat::ScheduledJob;
 use chat::{Inbound, Outbox, Platform};
 
 /// After the store failed to say what is due, it is asked again this soon.
@@ -108,7 +109,7 @@ impl Router {
     }
 
     /// Moves the job to its next run and hands this one to its chat.
-    async fn start_job(&self, job: Job, now: i64) {
+    async fn start_job(&self, job: ScheduledJob, now: i64) {
         let ctx = &self.inner.ctx;
         let Some(schedule) = Schedule::from_stored(&job.schedule) else {
             warn!(

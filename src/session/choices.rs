@@ -11,7 +11,6 @@ use codex::{
     ModelConfig, ModelInfo, PathKind, Permissions, RateLimits, RealPath, SandboxPolicy,
     TurnOverrides,
 };
-use store::StoreError;
 
 /// Why a folder was not taken; the chat is told, and nothing changes.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -49,7 +48,7 @@ pub fn check_folder(
 
 impl Session {
     /// The chat's choices, read once per session and kept up to date by [`Session::choose`].
-    pub async fn choices(&mut self) -> Result<ChatChoices, StoreError> {
+    pub async fn choices(&mut self) -> Result<ChatChoices, SessionError> {
         if self.choices.is_none() {
             self.choices = Some(self.ctx.store.choices(&self.chat).await?);
         }
@@ -57,7 +56,7 @@ impl Session {
     }
 
     /// Sets (or with `None` clears) one choice, from the next turn on.
-    pub async fn choose(&mut self, chosen: Chosen) -> Result<(), StoreError> {
+    pub async fn choose(&mut self, chosen: Chosen) -> Result<(), SessionError> {
         self.ctx.store.set_choice(&self.chat, &chosen).await?;
         let mut choices = self.choices().await?;
         if let Chosen::Folder(_) = chosen {

@@ -2,8 +2,7 @@
 //! session, with the configured limit applied.
 
 use super::{Context, SessionError};
-use chat::ChatKey;
-pub use store::{Job, NewJob};
+use chat::{ChatKey, NewJob, ScheduledJob};
 
 impl Context {
     /// Stores a job; `None` when the chat has `max_jobs_per_chat` already.
@@ -12,12 +11,12 @@ impl Context {
         Ok(self.store.add_job(job, max).await?)
     }
 
-    pub async fn jobs(&self, chat: &ChatKey) -> Result<Vec<Job>, SessionError> {
+    pub async fn jobs(&self, chat: &ChatKey) -> Result<Vec<ScheduledJob>, SessionError> {
         Ok(self.store.jobs(chat).await?)
     }
 
     /// The jobs due at `at` (unix seconds).
-    pub async fn due_jobs(&self, at: i64) -> Result<Vec<Job>, SessionError> {
+    pub async fn due_jobs(&self, at: i64) -> Result<Vec<ScheduledJob>, SessionError> {
         Ok(self.store.due_jobs(at).await?)
     }
 

@@ -31,7 +31,6 @@ pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
 pub use choices::{FolderRefusal, mode_permissions};
 pub use context::{Context, ScheduleSettings, SessionError, SessionSettings};
 pub use files::{GetRefusal, MAX_FILE_BYTES};
-pub use jobs::{Job, NewJob};
 pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};
 pub use placement::ServerPlace;
 pub use row::ChatRow;
@@ -193,7 +192,7 @@ impl Session {
         reply: Option<&str>,
         usage: Option<&TokenUsage>,
         diff: Option<&str>,
-    ) -> Result<Option<ChatRow>, StoreError> {
+    ) -> Result<Option<ChatRow>, SessionError> {
         self.persist_thread().await?;
         let thread_id = self.thread_id().unwrap_or_default();
         let usage = usage.map(stored_usage);
@@ -224,8 +223,8 @@ impl Session {
     }
 
     /// Codex's newest answer in the chat (`/last`).
-    pub async fn last_answer(&self) -> Result<Option<String>, StoreError> {
-        self.ctx.store.last_answer(&self.chat).await
+    pub async fn last_answer(&self) -> Result<Option<String>, SessionError> {
+        Ok(self.ctx.store.last_answer(&self.chat).await?)
     }
 
     /// Makes `answer`, which may have reached the chat, what `/last` sends.
@@ -236,13 +235,13 @@ impl Session {
     }
 
     /// The diff of the chat's latest turn that changed files (`/diff`).
-    pub async fn last_diff(&self) -> Result<Option<String>, StoreError> {
-        self.ctx.store.last_diff(&self.chat).await
+    pub async fn last_diff(&self) -> Result<Option<String>, SessionError> {
+        Ok(self.ctx.store.last_diff(&self.chat).await?)
     }
 
     /// Records what was asked in a turn that ended without Codex closing it (its
     /// process died): the transcript keeps it, no turn is counted.
-    pub async fn record_unanswered(&mut self) -> Result<(), StoreError> {
+    pub async fn record_unanswered(&mut self) -> Result<(), SessionError> {
         self.persist_thread().await?;
         let thread_id = self.thread_id().unwrap_or_default();
         let lines: Vec<(Role, &str)> = self
@@ -283,12 +282,11 @@ impl Session {
         &self,
         usage: Option<&TokenUsage>,
         outcome: CompactionOutcome,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), SessionError> {
         let usage = usage.map(stored_usage);
         let store = &self.ctx.store;
-        store
-            .finish_compaction(&self.chat, usage.as_ref(), outcome)
-            .await
+        let finished = store.finish_compaction(&self.chat, usage.as_ref(), outcome);
+        Ok(finished.await?)
     }
 
     /// The next event of the live thread; `None` when there is no live thread.
@@ -334,7 +332,7 @@ impl Session {
         Ok(retired)
     }
 
-    pub async fn record(&self) -> Result<Option<ChatRow>, StoreError> {
+    pub async fn record(&self) -> Result<Option<ChatRow>, SessionError> {
         Ok(self.ctx.store.chat(&self.chat).await?.map(ChatRow::from))
     }
 

@@ -2,10 +2,12 @@
 
 pub mod choices;
 pub mod inbox;
+pub mod jobs;
 pub mod named;
 
 pub use choices::{ChatChoices, Chosen, FollowUp, Mode, Progress};
 pub use inbox::{Stage, Step, Ticket};
+pub use jobs::{NewJob, ScheduledJob};
 pub use named::{Named, UnknownName};
 
 use std::fmt;

@@ -4,33 +4,7 @@ use super::{Store, StoreError, now};
 use chat::Named;
 
 use super::stored;
-use chat::{ChatKey, Platform};
-
-/// A job to store.
-pub struct NewJob<'a> {
-    pub chat: &'a ChatKey,
-    pub creator: &'a str,
-    pub private: bool,
-    /// `every SECS`, `cron PATTERN` or `at UNIX`.
-    pub schedule: &'a str,
-    pub prompt: &'a str,
-    pub next_run: i64,
-}
-
-/// A stored job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Job {
-    pub id: i64,
-    pub chat: ChatKey,
-    pub creator: String,
-    pub private: bool,
-    pub schedule: String,
-    pub prompt: String,
-    pub next_run: i64,
-    pub runs: i64,
-    pub last_run: Option<i64>,
-    pub last_result: Option<String>,
-}
+use chat::{ChatKey, NewJob, Platform, ScheduledJob};
 
 #[derive(sqlx::FromRow)]
 struct JobRow {
@@ -60,11 +34,11 @@ macro_rules! select_jobs {
 }
 
 impl JobRow {
-    fn job(self) -> Result<Job, StoreError> {
+    fn job(self) -> Result<ScheduledJob, StoreError> {
         let platform = stored::read::<Platform>(&self.platform)?;
         let mut chat = ChatKey::new(platform, self.chat);
         chat.topic = self.topic;
-        Ok(Job {
+        Ok(ScheduledJob {
             id: self.id,
             chat,
             creator: self.creator,
@@ -79,7 +53,7 @@ impl JobRow {
     }
 }
 
-fn jobs_of(rows: Vec<JobRow>) -> Result<Vec<Job>, StoreError> {
+fn jobs_of(rows: Vec<JobRow>) -> Result<Vec<ScheduledJob>, StoreError> {
     rows.into_iter().map(JobRow::job).collect()
 }
 
@@ -123,7 +97,7 @@ impl Store {
     }
 
     /// The chat's jobs, oldest first.
-    pub async fn jobs(&self, chat: &ChatKey) -> Result<Vec<Job>, StoreError> {
+    pub async fn jobs(&self, chat: &ChatKey) -> Result<Vec<ScheduledJob>, StoreError> {
         let rows = sqlx::query_as(select_jobs!(
             "WHERE platform = ? AND chat = ? AND topic IS ? ORDER BY id"
         ))
@@ -136,7 +110,7 @@ impl Store {
     }
 
     /// The jobs due at `at` (unix seconds), the earliest first.
-    pub async fn due_jobs(&self, at: i64) -> Result<Vec<Job>, StoreError> {
+    pub async fn due_jobs(&self, at: i64) -> Result<Vec<ScheduledJob>, StoreError> {
         let rows = sqlx::query_as(select_jobs!("WHERE next_run <= ? ORDER BY next_run, id"))
             .bind(at)
             .fetch_all(&self.pool)

@@ -24,7 +24,6 @@ mod transcript;
 mod turns;
 
 pub use inbox::{Accepted, Unfinished};
-pub use jobs::{Job, NewJob};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
 
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +55,7 @@ pub enum StoreError {
 pub struct Store {
     pool: SqlitePool,
     /// The one writer of finished turns.
-    turns: tokio::sync::mpsc::UnboundedSender<turns::Job>,
+    turns: tokio::sync::mpsc::UnboundedSender<turns::TurnWrite>,
 }
 
 /// Now, in seconds since the Unix epoch, as the store stamps rows (0 before it).
@@ -133,7 +132,7 @@ impl Store {
     /// checkpointing the WAL.
     pub async fn close(&self) {
         let (done, flushed) = tokio::sync::oneshot::channel();
-        if self.turns.send(turns::Job::Flush(done)).is_ok() {
+        if self.turns.send(turns::TurnWrite::Flush(done)).is_ok() {
             let _ = flushed.await;
         }
         self.pool.close().await;
@@ -298,7 +297,7 @@ impl Store {
         };
         let closed = || StoreError::Query(sqlx::Error::PoolClosed);
         self.turns
-            .send(turns::Job::Turn(turn))
+            .send(turns::TurnWrite::Turn(turn))
             .map_err(|_| closed())?;
         row.await.map_err(|_| closed())?
     }

@@ -29,14 +29,14 @@ pub(super) struct FinishedTurn {
     pub(super) written: oneshot::Sender<Result<Option<ChatRecord>, StoreError>>,
 }
 
-pub(super) enum Job {
+pub(super) enum TurnWrite {
     Turn(FinishedTurn),
     /// Answers once every turn sent before it is written.
     Flush(oneshot::Sender<()>),
 }
 
 /// Starts the writer; it ends when every sender is gone.
-pub(super) fn spawn(pool: SqlitePool) -> mpsc::UnboundedSender<Job> {
+pub(super) fn spawn(pool: SqlitePool) -> mpsc::UnboundedSender<TurnWrite> {
     let (jobs, mut queue) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -45,8 +45,8 @@ pub(super) fn spawn(pool: SqlitePool) -> mpsc::UnboundedSender<Job> {
             let mut next = Some(job);
             while let Some(job) = next.take() {
                 match job {
-                    Job::Turn(turn) => batch.push(turn),
-                    Job::Flush(done) => flushes.push(done),
+                    TurnWrite::Turn(turn) => batch.push(turn),
+                    TurnWrite::Flush(done) => flushes.push(done),
                 }
                 if batch.len() < MAX_BATCH {
                     next = queue.try_recv().ok();

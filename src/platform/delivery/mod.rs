@@ -128,30 +128,30 @@ pub trait Sink: Send + Sync + 'static {
 pub(super) type Latest = Arc<Mutex<Option<String>>>;
 
 /// What a worker is handed.
-pub(super) enum Job {
+pub(super) enum Delivery {
     Event(OutboundKind),
     /// A newer status waits in `Latest`.
     Streamed,
 }
 
 struct WorkerHandle {
-    jobs: mpsc::UnboundedSender<Job>,
+    tasks: mpsc::UnboundedSender<Delivery>,
     latest: Latest,
 }
 
 impl WorkerHandle {
     fn hand_over(&self, kind: OutboundKind) {
-        let job = match kind {
+        let task = match kind {
             OutboundKind::Status(text) => {
                 let waiting = self.latest.lock().expect("lock").replace(text);
                 if waiting.is_some() {
                     return; // the worker has not taken the older text yet: replaced
                 }
-                Job::Streamed
+                Delivery::Streamed
             }
-            other => Job::Event(other),
+            other => Delivery::Event(other),
         };
-        let _ = self.jobs.send(job);
+        let _ = self.tasks.send(task);
     }
 }
 
@@ -164,7 +164,7 @@ pub async fn run<S: Sink>(
     mut sink_for: impl FnMut(&ChatKey) -> Option<S>,
 ) {
     let mut workers: HashMap<ChatKey, WorkerHandle> = HashMap::new();
-    let mut tasks = Vec::new();
+    let mut running = Vec::new();
     while let Some(Outbound { chat, kind }) = answers.recv().await {
         let worker = match workers.get(&chat) {
             Some(worker) => worker,
@@ -173,18 +173,20 @@ pub async fn run<S: Sink>(
                     warn!(%chat, "an answer for a chat the platform never saw; dropped");
                     continue;
                 };
-                let (jobs, rx) = mpsc::unbounded_channel();
+                let (tasks, rx) = mpsc::unbounded_channel();
                 let latest = Latest::default();
                 let worker = Worker::new(sink, pace, latest.clone());
-                tasks.push(tokio::spawn(worker.run(rx)));
-                workers.entry(chat).or_insert(WorkerHandle { jobs, latest })
+                running.push(tokio::spawn(worker.run(rx)));
+                workers
+                    .entry(chat)
+                    .or_insert(WorkerHandle { tasks, latest })
             }
         };
         worker.hand_over(kind);
     }
     drop(workers);
-    for task in tasks {
-        let _ = task.await;
+    for worker in running {
+        let _ = worker.await;
     }
 }
 
@@ -194,21 +196,21 @@ mod tests {
 
     #[test]
     fn streamed_text_is_coalesced_until_the_worker_takes_it() {
-        let (jobs, mut handed) = mpsc::unbounded_channel();
+        let (tasks, mut handed) = mpsc::unbounded_channel();
         let worker = WorkerHandle {
-            jobs,
+            tasks,
             latest: Latest::default(),
         };
         for text in ["a", "ab", "abc"] {
             worker.hand_over(OutboundKind::Status(text.into()));
         }
         worker.hand_over(OutboundKind::Reply("abc!".into()));
-        assert!(matches!(handed.try_recv(), Ok(Job::Streamed)));
+        assert!(matches!(handed.try_recv(), Ok(Delivery::Streamed)));
         assert_eq!(worker.latest.lock().unwrap().take().as_deref(), Some("abc"));
         assert!(matches!(
             handed.try_recv(),
-            Ok(Job::Event(OutboundKind::Reply(_)))
+            Ok(Delivery::Event(OutboundKind::Reply(_)))
         ));
-        assert!(handed.try_recv().is_err(), "one job for three texts");
+        assert!(handed.try_recv().is_err(), "one task for three texts");
     }
 }

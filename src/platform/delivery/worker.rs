@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tracing::{debug, error, warn};
 
-use super::{Job, Latest, Pace, Sink};
+use super::{Delivery, Latest, Pace, Sink};
 use crate::platform::approvals::ApprovalCard;
 use crate::platform::retry::Unsent;
 use crate::platform::{choices, texts};
@@ -66,18 +66,18 @@ impl<S: Sink> Worker<S> {
         }
     }
 
-    pub(super) async fn run(mut self, mut jobs: mpsc::UnboundedReceiver<Job>) {
+    pub(super) async fn run(mut self, mut tasks: mpsc::UnboundedReceiver<Delivery>) {
         let mut next_typing = Instant::now();
         loop {
             tokio::select! {
-                job = jobs.recv() => match job {
-                    Some(Job::Streamed) => {
+                task = tasks.recv() => match task {
+                    Some(Delivery::Streamed) => {
                         let text = self.latest.lock().expect("lock").take();
                         if let Some(text) = text {
                             self.handle(OutboundKind::Status(text)).await;
                         }
                     }
-                    Some(Job::Event(event)) => {
+                    Some(Delivery::Event(event)) => {
                         if event == OutboundKind::Working(true) {
                             next_typing = Instant::now();
                         }
@@ -263,7 +263,7 @@ impl<S: Sink> Worker<S> {
 
 /// Runs a final answer's send or edit until it goes through or is refused. An outage that
 /// outlasts the retry policy is waited out (for up to `LATER_WINDOW`), so the answer
-/// arrives once when the platform is back; the chat's later jobs wait behind it, in order.
+/// arrives once when the platform is back; the chat's later tasks wait behind it, in order.
 async fn patiently<T, F>(attempt: impl Fn() -> F) -> Result<T, Unsent>
 where
     F: Future<Output = Result<T, Unsent>>,

@@ -37,7 +37,7 @@ impl Actor {
     pub(crate) async fn choose(&mut self, replies: &Replies<'_>, chosen: Chosen, said: &str) {
         match self.session.choose(chosen).await {
             Ok(()) => replies.notice(said),
-            Err(error) => self.report(replies, &error.into()),
+            Err(error) => self.report(replies, &error),
         }
     }
 
@@ -45,7 +45,7 @@ impl Actor {
     /// status when it is on already.
     pub(crate) async fn toggle_progress(&mut self, replies: &Replies<'_>, progress: Progress) {
         if let Err(error) = self.session.choices().await {
-            return self.report(replies, &error.into());
+            return self.report(replies, &error);
         }
         let chosen = match self.session.progress() == progress {
             true => Progress::Status,

@@ -10,8 +10,8 @@ use crate::router::jobs::JobRun;
 use crate::router::replies::Replies;
 use crate::router::texts::jobs as said;
 use crate::schedule::{Rules, Schedule, ScheduleError};
-use crate::session::NewJob;
 use chat::Inbound;
+use chat::NewJob;
 use codex::TurnStatus;
 
 /// The job being run, and how its run went once known.
