@@ -4,7 +4,7 @@
 //! calls per answer, the owner's latency in a flood of strangers). Run with
 //! `scripts/bench`; the figures go to docs/benchmarks.md.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/gateway/support/mod.rs"]
 mod support;
 
 #[path = "support/instant.rs"]

@@ -486,22 +486,29 @@ async fn on_choice(
     query: &CallbackQuery,
     text: &str,
 ) {
-    // The answer ends the button's spinner; what the command says comes as a message.
-    if let Err(error) = shared.bot.answer_callback_query(query.id.clone()).await {
+    let message = query.message.as_ref().and_then(|m| m.regular_message());
+    let from = &query.from;
+    let allowed = message.is_some_and(|m| is_allowed(&shared.config, from.id.0, m.chat.id));
+    // The answer ends the button's spinner; what the command says comes as a message. A
+    // stranger is told why nothing happens, as an alert only they see.
+    let mut answer = shared.bot.answer_callback_query(query.id.clone());
+    if !allowed {
+        warn!(
+            user_id = from.id.0,
+            "telegram: refused a button press from a user who is not allowed"
+        );
+        answer = answer.text(refusal(from.id.0)).show_alert(true);
+    }
+    if let Err(error) = answer.await {
         warn!(%error, "telegram: could not answer a button press");
     }
-    let Some(message) = query.message.as_ref().and_then(|m| m.regular_message()) else {
+    let Some(message) = message.filter(|_| allowed) else {
         return;
     };
     let target = Target {
         chat_id: message.chat.id,
         topic: message.thread_id.filter(|_| message.is_topic_message),
     };
-    let from = &query.from;
-    let allowed = is_allowed(&shared.config, from.id.0, message.chat.id);
-    if !allowed {
-        return refuse(shared, target, from.id.0);
-    }
     dispatch(
         shared,
         router,

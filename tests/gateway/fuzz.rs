@@ -3,13 +3,11 @@
 //! data, entities pointing outside the text). The gateway must not panic or stall, must
 //! start no Codex turn for anyone not allowed, and its memory must stay flat.
 
-mod support;
-
+use crate::support::binary::{gateway_command, terminate};
+use crate::support::discord::{self as fake_discord, APP_ID, BOT_ID, FakeDiscord};
+use crate::support::telegram::FakeTelegram;
+use crate::support::{TestEnv, free_port};
 use serde_json::{Value, json};
-use support::binary::{gateway_command, terminate};
-use support::discord::{self as fake_discord, APP_ID, BOT_ID, FakeDiscord};
-use support::telegram::FakeTelegram;
-use support::{TestEnv, free_port};
 
 const SEED: u64 = 0x5EED_2026_1203;
 const EVENTS_PER_PLATFORM: usize = 5_000;

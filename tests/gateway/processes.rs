@@ -2,15 +2,13 @@
 //! (`setsid ... &`) is ended when the gateway stops, and when its app-server is restarted.
 //! The binary runs as a child process, as a container would run it.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::binary::{
+use crate::support::binary::{
     ALICE, fake_app_server, gateway_command, telegram_env, terminate, wait_exit, wait_healthy,
 };
-use support::telegram::FakeTelegram;
-use support::{TestEnv, processes_named};
+use crate::support::telegram::FakeTelegram;
+use crate::support::{TestEnv, processes_named};
 
 async fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + within;
@@ -30,7 +28,7 @@ fn detached_sleep(marker: &str) -> String {
 async fn a_command_codex_detached_is_ended_with_the_gateway() {
     let env = TestEnv::new().await;
     let telegram = FakeTelegram::start().await;
-    let port = support::free_port();
+    let port = crate::support::free_port();
     let child = gateway_command(&env, &["run"], &telegram_env(&telegram, port))
         .spawn()
         .unwrap();
@@ -78,7 +76,7 @@ done
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_app_server_restart_ends_what_its_commands_left_running() {
     let env = TestEnv::new().await;
-    let port = support::free_port();
+    let port = crate::support::free_port();
     let script = fake_app_server(&env, "leaving-app-server", LEAVING_APP_SERVER);
     let envs = [
         ("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}")),

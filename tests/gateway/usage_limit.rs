@@ -3,15 +3,13 @@
 //! real app-server reports it, and the chat is told when the limit resets; the message
 //! waits and runs by itself then, across a restart too, and `/stop` cancels it.
 
-mod support;
-
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::model::{Brain, ModelRequest, Reply, default_brain};
-use support::telegram::FakeTelegram;
-use support::{Gateway, TestEnv};
+use crate::support::model::{Brain, ModelRequest, Reply, default_brain};
+use crate::support::telegram::FakeTelegram;
+use crate::support::{Gateway, TestEnv};
 
 const ALICE: i64 = 1001;
 const LIMIT_NOTICE: &str = "Codex's 5-hour limit is used up; it resets at ";
@@ -108,7 +106,7 @@ async fn a_held_message_waits_across_a_restart_and_stop_cancels_one() {
             .filter(|(_, t)| t.starts_with(LIMIT_NOTICE))
             .count()
     };
-    let deadline = Instant::now() + support::ANSWER_TIMEOUT;
+    let deadline = Instant::now() + crate::support::ANSWER_TIMEOUT;
     while notices(&tg) < 2 {
         assert!(Instant::now() < deadline, "no second limit notice");
         tokio::time::sleep(Duration::from_millis(100)).await;

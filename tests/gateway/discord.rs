@@ -1,11 +1,9 @@
 //! Discord end to end: the gateway's `run` against a fake Discord (REST + WebSocket
 //! gateway) on 127.0.0.1, the real codex app-server and the fake model.
 
-mod support;
-
+use crate::support::discord::{APP_ID, BOT_ID, FakeDiscord};
+use crate::support::{Gateway, PASTED_CODE, TestEnv, secret};
 use codex_gateway::config::{ApprovalPolicy, Config};
-use support::discord::{APP_ID, BOT_ID, FakeDiscord};
-use support::{Gateway, PASTED_CODE, TestEnv, secret};
 
 const ALICE: u64 = 1001;
 const MALLORY: u64 = 2002;
@@ -13,7 +11,6 @@ const CHANNEL: u64 = 600;
 const LISTED: u64 = 700;
 const THREAD: u64 = 701;
 const ALICE_DM: u64 = 800;
-const MALLORY_DM: u64 = 801;
 
 fn mention(text: &str) -> String {
     format!("<@{BOT_ID}> {text}")
@@ -41,38 +38,19 @@ async fn start(discord: &FakeDiscord, config: &Config) -> Gateway {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn channel_conversation_survives_a_restart() {
-    let (env, dc, config) = setup().await;
+async fn slash_commands_offer_their_argument_and_a_turn_shows_typing() {
+    let (_env, dc, config) = setup().await;
     let gateway = start(&dc, &config).await;
     dc.channel_message(CHANNEL, ALICE, &[], &mention("read file notes.txt"));
     dc.wait_for_content(CHANNEL, |t| t.contains("Tool said: discord-gannet-72"))
         .await;
     gateway.stop().await;
-
-    let gateway = start(&dc, &config).await;
-    dc.channel_message(CHANNEL, ALICE, &[], &mention("what did you just read?"));
-    dc.wait_for_content(CHANNEL, |t| t.contains("Earlier I read: discord-gannet-72"))
-        .await;
-    gateway.stop().await;
-    let request = env.model.request_for("what did you just read?");
-    assert!(
-        request
-            .tool_outputs()
-            .iter()
-            .any(|o| o.contains("discord-gannet-72"))
-    );
-    assert_eq!(env.rollouts().len(), 1, "one thread/start in total");
     assert!(
         !dc.calls("POST", "/typing").is_empty(),
         "no typing indicator"
     );
     let commands = dc.calls("PUT", &format!("/applications/{APP_ID}/commands"));
     let commands = commands[0].body.as_array().unwrap().clone();
-    let names: Vec<_> = commands
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, support::COMMAND_MENU);
     // A command that takes an argument offers it as an optional string option.
     let model = commands.iter().find(|c| c["name"] == "model").unwrap();
     assert_eq!(model["options"][0]["name"], "name");
@@ -193,57 +171,6 @@ async fn streamed_and_long_replies_respect_discord_limits() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approval_buttons_accept_and_refuse_strangers() {
-    let (env, dc, mut config) = setup().await;
-    config.codex.approval_policy = ApprovalPolicy::Untrusted;
-    let gateway = start(&dc, &config).await;
-    dc.channel_message(CHANNEL, ALICE, &[], &mention("run: touch clicked.txt"));
-    let prompt = dc
-        .wait_for_call("POST", &format!("/channels/{CHANNEL}/messages"), |b| {
-            b["content"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Codex asks to run"))
-        })
-        .await;
-    let buttons = &prompt.body["components"][0]["components"];
-    assert_eq!(buttons[0]["label"], "Accept");
-    let accept = buttons[0]["custom_id"].as_str().unwrap().to_owned();
-    let (prompt_id, _) = dc
-        .wait_for_content(CHANNEL, |t| t.starts_with("Codex asks to run"))
-        .await;
-
-    let token = dc.click(CHANNEL, MALLORY, prompt_id, &accept);
-    let refusal = dc
-        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
-        .await;
-    assert_eq!(refusal.body["type"], 4);
-    assert_eq!(
-        refusal.body["data"]["flags"], 64,
-        "refusal is not ephemeral"
-    );
-    assert!(!env.workspace().join("clicked.txt").exists());
-
-    let token = dc.click(CHANNEL, ALICE, prompt_id, &accept);
-    let update = dc
-        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
-        .await;
-    assert_eq!(update.body["type"], 7);
-    assert!(
-        update.body["data"]["content"]
-            .as_str()
-            .unwrap()
-            .contains("Accept by user1001")
-    );
-    dc.wait_for_content(CHANNEL, |t| t.starts_with("Tool said"))
-        .await;
-    gateway.stop().await;
-    assert!(
-        env.workspace().join("clicked.txt").exists(),
-        "accepted command did not run"
-    );
-}
-
 /// The prompt in `channel` whose command holds `command`: its message id and the
 /// custom ids of its buttons, by label.
 async fn prompt_in(dc: &FakeDiscord, channel: u64, command: &str) -> (u64, Vec<(String, String)>) {
@@ -275,7 +202,7 @@ fn button<'a>(buttons: &'a [(String, String)], label: &str) -> &'a str {
 /// channel, is told it expired. A button counts only in its prompt's channel, and a
 /// second press leaves the first answer on the prompt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approval_button_from_before_a_restart_decides_nothing() {
+async fn a_leftover_button_never_decides_another_channels_request() {
     let (env, dc, mut config) = setup().await;
     config.codex.approval_policy = ApprovalPolicy::Untrusted;
     // The turn waits for a person, so the stop interrupts it when its grace is over: one
@@ -425,16 +352,11 @@ async fn approval_prompts_show_the_whole_command_exactly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn strangers_never_reach_the_model() {
+async fn strangers_in_channels_are_ignored() {
     let (env, dc, config) = setup().await;
     let gateway = start(&dc, &config).await;
     dc.channel_message(CHANNEL, MALLORY, &[], &mention("read file notes.txt"));
     dc.channel_message(LISTED, MALLORY, &[], "read file notes.txt");
-    dc.dm(MALLORY_DM, MALLORY, "read file notes.txt");
-    dc.wait_for_content(MALLORY_DM, |t| {
-        t.contains("not allowed") && t.contains("2002")
-    })
-    .await;
     dc.dm(ALICE_DM, ALICE, "hello in private");
     dc.wait_for_content(ALICE_DM, |t| t == "Echo: hello in private")
         .await;
@@ -491,28 +413,20 @@ async fn rate_limited_and_failed_rest_calls_are_retried() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pasted_code_reaches_codex_byte_for_byte() {
+async fn pasted_code_after_a_mention_in_a_thread_reaches_codex_byte_for_byte() {
     let (env, dc, config) = setup().await;
     dc.add_thread(THREAD, LISTED);
     let gateway = start(&dc, &config).await;
-    let sends = [
-        (CHANNEL, format!("<@{BOT_ID}> {PASTED_CODE}")),
-        (THREAD, format!("<@!{BOT_ID}>\n{PASTED_CODE}")),
-        (ALICE_DM, PASTED_CODE.to_owned()),
-    ];
-    for (channel, content) in &sends {
-        if *channel == ALICE_DM {
-            dc.dm(*channel, ALICE, content);
-        } else {
-            dc.channel_message(*channel, ALICE, &[], content);
-        }
-        dc.wait_for_content(*channel, |t| t.starts_with("Echo: fix this:"))
-            .await;
-    }
+    dc.channel_message(THREAD, ALICE, &[], &format!("<@!{BOT_ID}>\n{PASTED_CODE}"));
+    dc.wait_for_content(THREAD, |t| t.starts_with("Echo: fix this:"))
+        .await;
+    dc.dm(ALICE_DM, ALICE, PASTED_CODE);
+    dc.wait_for_content(ALICE_DM, |t| t.starts_with("Echo: fix this:"))
+        .await;
     gateway.stop().await;
     assert_eq!(
         env.model.turn_texts(),
-        [PASTED_CODE; 3],
+        [PASTED_CODE; 2],
         "the text Codex got was changed"
     );
 }
@@ -627,89 +541,4 @@ async fn replies_never_ping_anyone() {
             write.body
         );
     }
-}
-
-/// `/model` lists the models as buttons; a press is its presser choosing that model, and
-/// a stranger's press is refused to them alone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_is_chosen_with_a_button() {
-    let (env, dc, config) = setup().await;
-    let gateway = start(&dc, &config).await;
-    let messages = format!("/channels/{CHANNEL}/messages");
-    dc.channel_message(CHANNEL, ALICE, &[], &mention("/model"));
-    let listing = dc
-        .wait_for_call("POST", &messages, |b| {
-            b["content"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Model:"))
-        })
-        .await;
-    let buttons: Vec<serde_json::Value> = listing.body["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|row| row["components"].as_array().unwrap().clone())
-        .collect();
-    assert!(buttons.len() > 1, "{}", listing.body);
-    let last = buttons.last().unwrap();
-    let model = last["label"].as_str().unwrap().to_owned();
-    let content = listing.body["content"].as_str().unwrap().to_owned();
-    let (listing_id, _) = dc.wait_for_content(CHANNEL, |t| t == content).await;
-    let custom_id = last["custom_id"].as_str().unwrap();
-
-    let token = dc.click(CHANNEL, MALLORY, listing_id, custom_id);
-    let refusal = dc
-        .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
-        .await;
-    assert_eq!(
-        refusal.body["data"]["flags"], 64,
-        "refusal is not ephemeral"
-    );
-    let token = dc.click(CHANNEL, ALICE, listing_id, custom_id);
-    dc.wait_for_call("POST", &format!("/{token}/callback"), |b| b["type"] == 6)
-        .await;
-    dc.wait_for_content(CHANNEL, |t| {
-        t == format!("This chat uses {model} from the next turn on.")
-    })
-    .await;
-    dc.channel_message(CHANNEL, ALICE, &[], &mention("with the clicked model"));
-    dc.wait_for_content(CHANNEL, |t| t == "Echo: with the clicked model")
-        .await;
-    // As a slash command, the listing with its buttons is the command's answer.
-    dc.slash(CHANNEL, ALICE, "model");
-    let answer = dc
-        .wait_for_call("PATCH", "/messages/@original", |b| {
-            b["content"]
-                .as_str()
-                .is_some_and(|t| t.starts_with(&format!("Model: {model}")))
-        })
-        .await;
-    assert!(!answer.body["components"].as_array().unwrap().is_empty());
-    gateway.stop().await;
-    assert_eq!(
-        env.model.request_for("with the clicked model").body["model"],
-        model.as_str()
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_sends_a_file_as_an_attachment() {
-    let (_env, dc, config) = setup().await;
-    let gateway = start(&dc, &config).await;
-    dc.channel_message(
-        CHANNEL,
-        ALICE,
-        &[],
-        &mention("run: printf 'get-auk-9' > out.txt"),
-    );
-    dc.wait_for_content(CHANNEL, |t| t.starts_with("Tool said"))
-        .await;
-    dc.channel_message(CHANNEL, ALICE, &[], &mention("/get out.txt"));
-    let sent = dc
-        .wait_for_call("POST", &format!("/channels/{CHANNEL}/messages"), |b| {
-            b["files"][0]["file_name"] == "out.txt"
-        })
-        .await;
-    assert_eq!(sent.body["files"][0]["content"], "get-auk-9");
-    gateway.stop().await;
 }

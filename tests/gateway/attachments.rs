@@ -3,17 +3,15 @@
 //! chat's folder by the real app-server, images given to the fake model as images, voice
 //! through a fake transcription service; files a turn wrote offered with /get.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
+use crate::support::discord::{BOT_ID, FakeDiscord};
+use crate::support::telegram::FakeTelegram;
+use crate::support::{Gateway, ModelRequest, Reply, TestEnv, secret};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
-use support::discord::{BOT_ID, FakeDiscord};
-use support::telegram::FakeTelegram;
-use support::{Gateway, ModelRequest, Reply, TestEnv, secret};
 
 const ALICE: i64 = 1001;
 const CHANNEL: u64 = 600;
@@ -159,7 +157,7 @@ async fn transcription_service(transcript: &'static str) -> (String, Heard) {
             "/v1/audio/transcriptions",
             axum::routing::post(
                 move |State(heard): State<Heard>, headers: HeaderMap, body: Bytes| async move {
-                    let parts = support::multipart::parts(&headers, &body).unwrap();
+                    let parts = crate::support::multipart::parts(&headers, &body).unwrap();
                     let field = |name: &str| parts.iter().find(|p| p.name == name).unwrap();
                     let auth = headers["authorization"].to_str().unwrap().to_owned();
                     let model = String::from_utf8(field("model").data.clone()).unwrap();
@@ -253,8 +251,8 @@ async fn a_transcription_failure_is_told_and_the_chat_goes_on() {
 
 /// The default script, plus "write NAME": Codex adds the file NAME with `apply_patch`,
 /// then says it wrote it.
-fn writing_brain() -> support::Brain {
-    let default = support::default_brain();
+fn writing_brain() -> crate::support::Brain {
+    let default = crate::support::default_brain();
     Arc::new(move |request: &ModelRequest| {
         let text = request.last_human_text();
         let outputs = request.tool_outputs();
@@ -312,7 +310,7 @@ async fn discord_attachments_reach_codex() {
     let mut config = env.config();
     config.discord.enabled = true;
     config.discord.token = Some(secret("discord-test-token"));
-    config.discord.application_id = Some(support::discord::APP_ID);
+    config.discord.application_id = Some(crate::support::discord::APP_ID);
     config.discord.api_url = Some(dc.url.clone());
     config.discord.allowed_users = vec![ALICE as u64];
     let gateway = Gateway::start(&config);

@@ -3,17 +3,15 @@
 //! own thread, kept in the gateway's SQLite file across restarts. `min_interval_secs` is
 //! 1 here so a 15-second job is allowed; the default (60) is held in the last test.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::model::{Brain, ModelRequest, Reply, default_brain};
+use crate::support::telegram::FakeTelegram;
+use crate::support::{Chat, Gateway, TestEnv};
 use chat::{Inbound, OutboundKind};
 use codex_gateway::config::Config;
 use sqlx::Connection;
-use support::model::{Brain, ModelRequest, Reply, default_brain};
-use support::telegram::FakeTelegram;
-use support::{Chat, Gateway, TestEnv};
 
 const ALICE: i64 = 1001;
 
@@ -50,7 +48,7 @@ fn matching(tg: &FakeTelegram, pick: impl Fn(&str) -> bool) -> usize {
 
 /// Waits until `count` of the chat's messages match `pick`.
 async fn wait_for_count(tg: &FakeTelegram, count: usize, pick: impl Fn(&str) -> bool) {
-    let deadline = Instant::now() + support::ANSWER_TIMEOUT;
+    let deadline = Instant::now() + crate::support::ANSWER_TIMEOUT;
     while matching(tg, &pick) < count {
         assert!(
             Instant::now() < deadline,
@@ -249,7 +247,7 @@ fn send_as(app: &codex_gateway::App, chat: &Chat, user: &str, admin: bool) -> Re
 type Receiver = tokio::sync::mpsc::UnboundedReceiver<chat::Outbound>;
 
 async fn next_notice(answers: &mut Receiver) -> String {
-    let answer = tokio::time::timeout(support::ANSWER_TIMEOUT, answers.recv())
+    let answer = tokio::time::timeout(crate::support::ANSWER_TIMEOUT, answers.recv())
         .await
         .unwrap()
         .unwrap();

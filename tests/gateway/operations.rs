@@ -2,15 +2,13 @@
 //! `health` command, SIGTERM during a slow turn, and a start with no platform enabled.
 //! The binary runs as a child process, as a container would run it.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::binary::{
+use crate::support::binary::{
     ALICE, fake_app_server, gateway_command, telegram_env, terminate, wait_exit, wait_healthy,
 };
-use support::telegram::FakeTelegram;
-use support::{Gateway, TestEnv, free_port, http_get};
+use crate::support::telegram::FakeTelegram;
+use crate::support::{Gateway, TestEnv, free_port, http_get};
 
 fn metric(text: &str, name: &str) -> u64 {
     text.lines()
@@ -343,7 +341,7 @@ async fn telegram_polls_while_codex_starts_and_early_messages_wait_for_it() {
     let script = format!(
         "#!/bin/sh\nsleep 3\ntouch {:?}\nexec {:?} \"$@\"\n",
         marker,
-        support::codex_binary()
+        crate::support::codex_binary()
     );
     let mut config = env.telegram_config(&telegram, ALICE);
     config.codex.binary = fake_app_server(&env, "slow-codex", &script);

@@ -1,21 +1,17 @@
 //! Telegram end to end: the gateway's `run` against a fake Bot API on 127.0.0.1, the real
 //! codex app-server and the fake model.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::telegram::{
+    BOT_USERNAME, FakeTelegram, Fault, button_data, button_labels, visible_text,
+};
+use crate::support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 use codex_gateway::config::{ApprovalPolicy, Config};
 use serde_json::Value;
-use support::telegram::{
-    BOT_USERNAME, FakeTelegram, Fault, button_data, button_labels, buttons, visible_text,
-};
-use support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 
 const ALICE: i64 = 1001;
 const BOB: i64 = 1002;
-const MALLORY: i64 = 2002;
-const STRANGER: i64 = 3003;
 const GROUP: i64 = -100500;
 
 async fn setup() -> (TestEnv, FakeTelegram, Config) {
@@ -24,44 +20,6 @@ async fn setup() -> (TestEnv, FakeTelegram, Config) {
     let telegram = FakeTelegram::start().await;
     let config = env.telegram_config(&telegram, ALICE);
     (env, telegram, config)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dm_conversation_survives_a_restart() {
-    let (env, tg, config) = setup().await;
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "read file notes.txt");
-    tg.wait_for_text(ALICE, |t| t.contains("Tool said: telegram-puffin-58"))
-        .await;
-    gateway.stop().await;
-
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "what did you just read?");
-    tg.wait_for_text(ALICE, |t| t.contains("Earlier I read: telegram-puffin-58"))
-        .await;
-    let request = env.model.request_for("what did you just read?");
-    assert!(
-        request
-            .tool_outputs()
-            .iter()
-            .any(|o| o.contains("telegram-puffin-58"))
-    );
-    assert_eq!(env.rollouts().len(), 1, "one thread/start in total");
-    gateway.stop().await;
-
-    let commands = tg.calls("setMyCommands");
-    let names: Vec<_> = commands[0].body["commands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["command"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(names, support::COMMAND_MENU);
-    assert!(
-        !tg.calls("sendChatAction").is_empty(),
-        "no typing indicator"
-    );
-    assert_eq!(env.codex_processes(), Vec::<u32>::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,107 +132,6 @@ async fn long_reply_is_split_with_balanced_fences() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn approvals_by_button_and_only_by_allowed_users() {
-    let (env, tg, mut config) = setup().await;
-    config.codex.approval_policy = ApprovalPolicy::Untrusted;
-    let gateway = Gateway::start(&config);
-
-    tg.dm(ALICE, "run: touch approved.txt");
-    let (prompt, _) = tg
-        .wait_for_text(ALICE, |t| t.starts_with("Codex asks to run"))
-        .await;
-    let call = tg.sent_message(|t| t.starts_with("Codex asks")).await;
-    let buttons = &call.body["reply_markup"]["inline_keyboard"];
-    let data = |row: usize, col: usize| {
-        buttons[row][col]["callback_data"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
-    assert_eq!(buttons[0][0]["text"], "Accept");
-
-    tg.press(MALLORY, ALICE, prompt, &data(0, 0));
-    let refusal = tg
-        .wait_for_call("answerCallbackQuery", |b| {
-            b["text"]
-                .as_str()
-                .is_some_and(|t| t.contains("not allowed"))
-        })
-        .await;
-    assert_eq!(refusal.body["show_alert"], true);
-    assert!(!env.workspace().join("approved.txt").exists());
-
-    tg.press(ALICE, ALICE, prompt, &data(0, 0));
-    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
-        .await;
-    assert!(
-        env.workspace().join("approved.txt").exists(),
-        "accepted command did not run"
-    );
-    assert!(tg.text_of(prompt).unwrap().contains("Accept by User1001"));
-
-    // Codex 0.171 offers accept and cancel for a command (and an amendment the bot does
-    // not offer): only those are buttons.
-    tg.dm(ALICE, "run: touch cancelled.txt");
-    let call = tg.sent_message(|t| t.contains("touch cancelled.txt")).await;
-    let labels = button_labels(&call.body);
-    assert_eq!(labels, ["Accept", "Cancel"]);
-    let second = tg.message_id_of(&call).await;
-    let cancel = button_data(&call.body, "Cancel");
-    tg.press(ALICE, ALICE, second, &cancel);
-    tg.wait_for_text(ALICE, |t| t.contains("Cancel by")).await;
-    tg.wait_for_call("answerCallbackQuery", |b| {
-        b["text"].as_str().is_some_and(|t| t.starts_with("Cancel"))
-    })
-    .await;
-    // A later press of the first prompt keeps its first answer.
-    tg.press(ALICE, ALICE, prompt, &data(0, 0));
-    tg.wait_for_call("answerCallbackQuery", |b| b["text"] == "Accept by User1001")
-        .await;
-    let shown = tg.text_of(prompt).unwrap();
-    assert_eq!(shown.matches("by User1001").count(), 1, "{shown}");
-    gateway.stop().await;
-    assert!(!env.workspace().join("cancelled.txt").exists());
-}
-
-/// A prompt a stopping gateway leaves is closed (a line saying so, no buttons); its
-/// button pressed after the restart decides nothing and says why.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_approval_button_from_before_a_restart_decides_nothing() {
-    let (env, tg, mut config) = setup().await;
-    config.codex.approval_policy = ApprovalPolicy::Untrusted;
-    // The turn waits for a person, so the stop interrupts it when its grace is over: one
-    // second instead of 20 keeps the test short (the grace is not what it is about).
-    config.server.shutdown_grace_secs = 1;
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "run: touch old.txt");
-    let call = tg.sent_message(|t| t.contains("touch old.txt")).await;
-    let prompt = tg.message_id_of(&call).await;
-    let accept = button_data(&call.body, "Accept");
-    gateway.stop().await;
-    let closed = tg
-        .calls("editMessageText")
-        .into_iter()
-        .find(|c| c.body["message_id"] == prompt)
-        .expect("the stopping gateway closed its prompt");
-    let text = closed.body["text"].as_str().unwrap();
-    assert!(text.ends_with("Expired: the gateway stopped before anyone answered."));
-    assert!(text.contains("touch old.txt"), "the prompt is kept: {text}");
-    assert_eq!(closed.body.get("reply_markup"), None, "its buttons go");
-
-    let gateway = Gateway::start(&config);
-    tg.press(ALICE, ALICE, prompt, &accept);
-    tg.wait_for_call("answerCallbackQuery", |b| {
-        b["text"]
-            .as_str()
-            .is_some_and(|t| t.contains("before the gateway restarted"))
-    })
-    .await;
-    gateway.stop().await;
-    assert!(!env.workspace().join("old.txt").exists());
-}
-
 /// An approval prompt shows the command exactly: HTML kept literal in a code block,
 /// hidden characters made visible, and a command too long for a message attached whole
 /// as a file under the buttons, never cut.
@@ -364,14 +221,9 @@ async fn approval_prompts_show_the_whole_command_exactly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn strangers_are_refused_and_reach_no_model() {
+async fn a_message_the_bot_cannot_read_is_told_and_reaches_no_model() {
     let (env, tg, config) = setup().await;
     let gateway = Gateway::start(&config);
-    tg.dm(STRANGER, "read file notes.txt");
-    tg.wait_for_text(STRANGER, |t| {
-        t.contains("not allowed") && t.contains("3003")
-    })
-    .await;
     tg.dm_location(ALICE);
     tg.wait_for_text(ALICE, |t| t.contains("not this kind of message"))
         .await;
@@ -615,12 +467,9 @@ async fn an_idle_bot_holds_full_polls_and_answers_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pasted_code_reaches_codex_byte_for_byte() {
+async fn pasted_code_in_groups_and_topics_reaches_codex_byte_for_byte() {
     let (env, tg, config) = setup().await;
     let gateway = Gateway::start(&config);
-    tg.dm(ALICE, PASTED_CODE);
-    tg.wait_for_text(ALICE, |t| t.starts_with("Echo: fix this:"))
-        .await;
     tg.group_message(
         GROUP,
         ALICE,
@@ -646,7 +495,7 @@ async fn pasted_code_reaches_codex_byte_for_byte() {
     gateway.stop().await;
     assert_eq!(
         env.model.turn_texts(),
-        [PASTED_CODE; 3],
+        [PASTED_CODE; 2],
         "the text Codex got was changed"
     );
 }
@@ -736,11 +585,11 @@ async fn a_flood_of_strangers_never_slows_the_owner() {
 /// then what Codex said when it gave up. Never silence, never a stream of messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_trouble_is_one_line_updated_in_place() {
-    let env = TestEnv::with_brain(std::sync::Arc::new(|_: &support::model::ModelRequest| {
-        support::model::Reply::Fail(500)
-    }))
+    let env = TestEnv::with_brain(std::sync::Arc::new(
+        |_: &crate::support::model::ModelRequest| crate::support::model::Reply::Fail(500),
+    ))
     .await;
-    let retrying = support::codex_config(&env.model.base_url)
+    let retrying = crate::support::codex_config(&env.model.base_url)
         .replace("request_max_retries = 0", "request_max_retries = 2")
         .replace("stream_max_retries = 0", "stream_max_retries = 2");
     std::fs::write(env.codex_home().join("config.toml"), retrying).unwrap();
@@ -774,7 +623,7 @@ async fn model_trouble_is_one_line_updated_in_place() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_intake_is_started_again_and_health_shows_it() {
     let (env, tg, mut config) = setup().await;
-    let port = support::free_port();
+    let port = crate::support::free_port();
     config.server.listen = format!("127.0.0.1:{port}");
     Gateway::start(&config).stop().await; // creates and migrates the database
     let database = sqlx::SqlitePool::connect(&format!("sqlite://{}", env.database().display()))
@@ -788,7 +637,7 @@ async fn a_stopped_intake_is_started_again_and_health_shows_it() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let down = loop {
         // Codex may still be starting (503 too): wait for the intake's own line.
-        let answer = support::http_get_when_up(port, "/healthz").await;
+        let answer = crate::support::http_get_when_up(port, "/healthz").await;
         if answer.0 == 503 && answer.1.contains("telegram intake stopped") {
             break answer.1;
         }
@@ -806,7 +655,7 @@ async fn a_stopped_intake_is_started_again_and_health_shows_it() {
     tg.dm(ALICE, "are you back?");
     tg.wait_for_text(ALICE, |t| t == "Echo: are you back?")
         .await;
-    assert_eq!(support::http_get(port, "/healthz").await.0, 200);
+    assert_eq!(crate::support::http_get(port, "/healthz").await.0, 200);
     gateway.stop().await;
 }
 
@@ -824,67 +673,4 @@ async fn login_is_for_admins_in_direct_messages() {
     tg.wait_for_text(BOB, |t| t.contains("Only the bot's admins"))
         .await;
     gateway.stop().await;
-}
-
-/// `/model` lists the models as buttons; a press is its presser choosing that model.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_model_is_chosen_with_a_button() {
-    let (env, tg, config) = setup().await;
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "/model");
-    let listing = tg.sent_message(|t| t.starts_with("Model:")).await;
-    let buttons = buttons(&listing.body);
-    assert!(buttons.len() > 1, "{}", listing.body);
-    let last = buttons.last().unwrap();
-    let model = last["text"].as_str().unwrap().to_owned();
-    let id = tg.message_id_of(&listing).await;
-    tg.press(ALICE, ALICE, id, last["callback_data"].as_str().unwrap());
-    tg.wait_for_text(ALICE, |t| {
-        t == format!("This chat uses {model} from the next turn on.")
-    })
-    .await;
-    tg.dm(ALICE, "with the pressed model");
-    tg.wait_for_text(ALICE, |t| t == "Echo: with the pressed model")
-        .await;
-    gateway.stop().await;
-    let request = env.model.request_for("with the pressed model");
-    assert_eq!(request.body["model"], model.as_str());
-}
-
-/// `/get` sends a file Codex wrote as a document, read through the app-server, and
-/// nothing from outside the chat's folder.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn get_sends_a_file_from_the_chats_folder_only() {
-    let (env, tg, config) = setup().await;
-    std::fs::write(env.dir.path().join("beside.txt"), "not yours").unwrap();
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "run: printf 'get-plover-5' > made-by-codex.txt");
-    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
-        .await;
-    tg.dm(ALICE, "/get made-by-codex.txt");
-    let sent = tg
-        .wait_for_call("sendDocument", |b| {
-            b["document"]["file_name"] == "made-by-codex.txt"
-        })
-        .await;
-    assert_eq!(sent.body["document"]["content"], "get-plover-5");
-    for (path, refusal) in [
-        (
-            "/etc/passwd",
-            "not allowed: /etc/passwd is outside this chat's folder",
-        ),
-        (
-            "../beside.txt",
-            "not allowed: ../beside.txt is outside this chat's folder",
-        ),
-        (
-            "nothing-here.txt",
-            "nothing-here.txt does not exist in this chat's folder",
-        ),
-    ] {
-        tg.dm(ALICE, &format!("/get {path}"));
-        tg.wait_for_text(ALICE, |t| t.starts_with(refusal)).await;
-    }
-    gateway.stop().await;
-    assert_eq!(tg.calls("sendDocument").len(), 1, "a refused file was sent");
 }

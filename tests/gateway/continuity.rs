@@ -1,11 +1,9 @@
 //! A chat's Codex thread survives follow-ups, restarts, unloads and app-server crashes;
 //! only /new starts over. Real codex app-server, real SQLite, fake model on 127.0.0.1.
 
-mod support;
-
+use crate::support::{Chat, TestEnv, stored_thread};
 use codex_gateway::App;
 use store::RetireReason;
-use support::{Chat, TestEnv, stored_thread};
 
 const NOTES: &str = "the secret word is pelican-4471";
 

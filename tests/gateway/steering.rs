@@ -2,16 +2,14 @@
 //! where Codex cannot take it, or the chat chose `/queue`, it runs next. Real Codex, fake
 //! model.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{Chat, ModelRequest, Reply, TestEnv};
 use chat::OutboundKind;
-use support::{Chat, ModelRequest, Reply, TestEnv};
 
 /// The default script, with a review that streams its findings slowly.
-fn slow_reviewer() -> support::Brain {
-    let default = support::default_brain();
+fn slow_reviewer() -> crate::support::Brain {
+    let default = crate::support::default_brain();
     std::sync::Arc::new(move |request: &ModelRequest| {
         let text = request.last_human_text();
         if !text.starts_with("Review the current code changes") {
@@ -129,7 +127,7 @@ async fn queue_makes_messages_wait_and_is_kept_across_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_during_a_compaction_runs_after_it() {
-    let default = support::default_brain();
+    let default = crate::support::default_brain();
     let env = TestEnv::with_brain(std::sync::Arc::new(
         move |request: &ModelRequest| match request.is_compaction() {
             true => Reply::Slow {

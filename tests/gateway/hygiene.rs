@@ -2,14 +2,12 @@
 //! thread (and backs off after a failure), memory bounds unload losslessly, and no
 //! app-server outlives the gateway. Real codex app-server, fake model.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{Chat, Reply, TestEnv, default_brain, stored_thread};
 use codex_gateway::App;
 use codex_gateway::config::{CompactionMode, Config};
-use support::{Chat, Reply, TestEnv, default_brain, stored_thread};
 
 /// Past 85% of the 258,400-token window codex reports for the fake model.
 const NEARLY_FULL: i64 = 230_000;

@@ -5,14 +5,12 @@
 //! asked in the chat of the thread that spawned it; an MCP server's form (the stand-in
 //! `examples/fake_mcp_server.rs`) filled in by presses and a typed reply.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::telegram::{FakeTelegram, button_data, button_labels};
+use crate::support::{Brain, Gateway, Reply, TestEnv, default_brain};
 use codex_gateway::config::ApprovalPolicy;
 use serde_json::{Value, json};
-use support::telegram::{FakeTelegram, button_data, button_labels};
-use support::{Brain, Gateway, Reply, TestEnv, default_brain};
 
 const ALICE: i64 = 1001;
 const MALLORY: i64 = 666;
@@ -121,10 +119,13 @@ async fn codex_questions_are_answered_by_a_press_and_a_typed_reply_or_time_out()
     assert_eq!(labels, ["SQLite (Recommended)", "Postgres"]);
     let question = tg.message_id_of(&call).await;
     let postgres = button_data(&call.body, "Postgres");
-    // Someone not allowed answers nothing (and is told why).
+    // Someone not allowed answers nothing (and is told why, in an alert only they see).
     tg.press(MALLORY, ALICE, question, &postgres);
-    tg.wait_for_text(ALICE, |t| t.contains("not allowed") && t.contains("666"))
-        .await;
+    tg.wait_for_call("answerCallbackQuery", |b| {
+        let said = b["text"].as_str().unwrap_or_default();
+        b["show_alert"] == true && said.contains("not allowed") && said.contains("666")
+    })
+    .await;
     tg.press(ALICE, ALICE, question, &postgres);
     tg.wait_for_text(ALICE, |t| t.starts_with("Codex asks (2 of 2) - Name"))
         .await;
@@ -242,7 +243,7 @@ fn fake_mcp_server() -> std::path::PathBuf {
 }
 
 /// Alice presses the button labelled `label` on the message `call` sent.
-async fn press(tg: &FakeTelegram, call: &support::telegram::Call, label: &str) {
+async fn press(tg: &FakeTelegram, call: &crate::support::telegram::Call, label: &str) {
     let message = tg.message_id_of(call).await;
     tg.press(ALICE, ALICE, message, &button_data(&call.body, label));
 }

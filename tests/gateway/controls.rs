@@ -4,11 +4,9 @@
 //! a custom provider's models shown and chosen by name; `/fork`, `/undo` and `/name` of
 //! the chat's thread; `/usage`, `/threads` and `/resume`; `/login` offline and against a stand-in Codex.
 
-mod support;
-
 use std::sync::Arc;
 
-use support::{Brain, Chat, Reply, TestEnv, default_brain};
+use crate::support::{Brain, Chat, Reply, TestEnv, default_brain};
 
 /// The choices a listing notice offers ("Choices: a (default), b (configured), c").
 fn listed(notice: &str, prefix: &str) -> Vec<String> {
@@ -154,7 +152,7 @@ async fn fork_undo_and_name_work_on_the_chats_thread_as_codex_keeps_it() {
 
     chat.ask(&app, "remember the puffin").await;
     chat.ask(&app, "remember the walrus").await;
-    let original = support::stored_thread(&app, &chat).await.unwrap();
+    let original = crate::support::stored_thread(&app, &chat).await.unwrap();
     chat.send(&app, "/undo");
     let undone = chat.notice("out of Codex's context").await;
     assert!(undone.contains("remember the walrus"), "{undone}");
@@ -175,7 +173,7 @@ async fn fork_undo_and_name_work_on_the_chats_thread_as_codex_keeps_it() {
 
     chat.send(&app, "/fork");
     let forked = chat.notice("Forked:").await;
-    let fork = support::stored_thread(&app, &chat).await.unwrap();
+    let fork = crate::support::stored_thread(&app, &chat).await.unwrap();
     assert_ne!(fork, original);
     assert!(
         forked.contains(&fork) && forked.contains(&original),
@@ -317,7 +315,7 @@ async fn resume_continues_another_chats_thread_with_its_context() {
     let app = env.start().await;
     let mut reader = Chat::new("reader");
     reader.ask(&app, "read file notes.txt").await;
-    let thread = support::stored_thread(&app, &reader).await.unwrap();
+    let thread = crate::support::stored_thread(&app, &reader).await.unwrap();
 
     let mut other = Chat::new("other");
     other.send(&app, "/threads");
@@ -336,7 +334,10 @@ async fn resume_continues_another_chats_thread_with_its_context() {
     other.notice(&format!("continues thread {thread}")).await;
     let said = other.ask(&app, "what did you just read?").await;
     assert!(said.contains("resume-ibis-77"), "{said}");
-    assert_eq!(support::stored_thread(&app, &other).await, Some(thread));
+    assert_eq!(
+        crate::support::stored_thread(&app, &other).await,
+        Some(thread)
+    );
     env.shut_down(app).await;
 }
 
@@ -403,7 +404,7 @@ done
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_gives_the_code_and_says_when_it_is_done() {
     let env = TestEnv::new().await;
-    let script = support::binary::fake_app_server(&env, "logging-in", LOGGING_IN_APP_SERVER);
+    let script = crate::support::binary::fake_app_server(&env, "logging-in", LOGGING_IN_APP_SERVER);
     let mut config = env.config();
     config.codex.binary = script;
     let app = codex_gateway::App::start(&config).await.unwrap();
@@ -420,9 +421,9 @@ async fn login_gives_the_code_and_says_when_it_is_done() {
 
 /// The fake model as a reviewer: a review request (Codex's own review prompt) gets
 /// findings in Codex's review format; anything else the default script.
-fn reviewing_brain() -> support::Brain {
-    let default = support::default_brain();
-    std::sync::Arc::new(move |request: &support::ModelRequest| {
+fn reviewing_brain() -> crate::support::Brain {
+    let default = crate::support::default_brain();
+    std::sync::Arc::new(move |request: &crate::support::ModelRequest| {
         if !request
             .last_human_text()
             .starts_with("Review the current code changes")
@@ -437,7 +438,7 @@ fn reviewing_brain() -> support::Brain {
             "overall_correctness": "patch is incorrect",
             "overall_explanation": "eval makes parse unsafe.",
             "overall_confidence_score": 0.9});
-        support::Reply::Text(findings.to_string())
+        crate::support::Reply::Text(findings.to_string())
     })
 }
 
@@ -458,7 +459,7 @@ async fn review_posts_codex_findings_like_a_reply() {
     );
     // The review ran on the chat's own thread: the next message continues it.
     chat.ask(&app, "thanks").await;
-    let thread = support::stored_thread(&app, &chat).await.unwrap();
+    let thread = crate::support::stored_thread(&app, &chat).await.unwrap();
     assert_eq!(env.model.request_for("thanks").thread_id(), Some(thread));
     env.shut_down(app).await;
 }

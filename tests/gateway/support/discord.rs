@@ -54,6 +54,9 @@ struct Inner {
     seq: AtomicU64,
     identifies: AtomicU64,
     resumes: AtomicU64,
+    /// The message each button press (by its interaction token) was made under: an
+    /// UPDATE_MESSAGE answer edits that message, as Discord does.
+    clicked: Mutex<HashMap<String, (u64, u64)>>,
 }
 
 #[derive(Clone)]
@@ -246,6 +249,12 @@ impl FakeDiscord {
     pub fn click(&self, channel: u64, author: u64, message_id: u64, custom_id: &str) -> String {
         let id = self.next_id();
         let token = format!("click-token-{id}");
+        let clicked = (channel, message_id);
+        self.inner
+            .clicked
+            .lock()
+            .unwrap()
+            .insert(token.clone(), clicked);
         let content = self.content(message_id).unwrap_or_default();
         self.dispatch(
             "INTERACTION_CREATE",
@@ -460,6 +469,16 @@ async fn rest(
                 .unwrap()
                 .insert(id, (channel, content.clone()));
             json(message(id, channel, BOT_ID, &content, true))
+        }
+        ("POST", ["interactions", _, token, "callback"]) => {
+            // UPDATE_MESSAGE (7) edits the message the pressed button is under.
+            let under = inner.clicked.lock().unwrap().get(*token).copied();
+            if let (7, Some((channel, id))) = (body["type"].as_u64().unwrap_or(0), under) {
+                let content = body["data"]["content"].as_str().unwrap_or_default();
+                let mut messages = inner.messages.lock().unwrap();
+                messages.insert(id, (channel, content.to_owned()));
+            }
+            StatusCode::NO_CONTENT.into_response()
         }
         ("PATCH", ["webhooks", _, _, "messages", "@original"]) => {
             let content = body["content"].as_str().unwrap_or_default();

@@ -1,12 +1,10 @@
 //! Commands and turn control: /stop, /compact, /status, queued messages, approvals,
 //! the turn time limit and an app-server crash in the middle of a turn.
 
-mod support;
-
+use crate::support::{Chat, TestEnv, stored_thread};
 use chat::{Decision, OutboundKind};
 use codex_gateway::config::ApprovalPolicy;
 use codex_gateway::router::{Answer, ApprovalOutcome};
-use support::{Chat, TestEnv, stored_thread};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_interrupts_the_running_turn() {

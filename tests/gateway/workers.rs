@@ -1,14 +1,12 @@
 //! Remote Codex workers: two real app-servers on WebSockets with token authentication,
 //! the fake model behind both, and a gateway with no app-server of its own.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::workers::{Worker, workers_only};
+use crate::support::{Chat, TestEnv};
 use chat::OutboundKind;
 use codex_gateway::App;
-use support::workers::{Worker, workers_only};
-use support::{Chat, TestEnv};
 
 /// Which server the store says holds the chat's thread.
 async fn placed_on(app: &App, chat: &Chat) -> Option<String> {
@@ -248,7 +246,7 @@ async fn a_wrong_token_fails_clearly_at_start_and_in_check_config() {
         a.remote(&env, "token-a").token_file,
         b.url(),
         config.codex.remote[1].token_file,
-        support::free_port(),
+        crate::support::free_port(),
         a.remote(&env, "token-a").token_file,
     );
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_codex-gateway"))

@@ -7,6 +7,7 @@ pub mod binary;
 pub mod discord;
 pub mod model;
 pub mod multipart;
+pub mod platform;
 pub mod telegram;
 pub mod workers;
 

@@ -2,15 +2,13 @@
 //! SIGKILL, neither drops a message the gateway accepted nor runs one twice; a turn the
 //! stop cut short is offered a Continue button instead of being run again.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::binary::{ALICE, crash, run_healthy, telegram_env};
+use crate::support::discord::{APP_ID, FakeDiscord};
+use crate::support::telegram::{FakeTelegram, Fault};
+use crate::support::{Gateway, TestEnv};
 use serde_json::Value;
-use support::binary::{ALICE, crash, run_healthy, telegram_env};
-use support::discord::{APP_ID, FakeDiscord};
-use support::telegram::{FakeTelegram, Fault};
-use support::{Gateway, TestEnv};
 
 const LONG_JOB: &str = "run: sleep 30; echo done";
 const CONTINUE_BUTTON: &str = "cmd:continue continue";
@@ -24,7 +22,8 @@ fn count(tg: &FakeTelegram, text: &str) -> usize {
 /// Model requests for a turn that `text` started (not the rounds after a tool call).
 fn turns_asked(env: &TestEnv, text: &str) -> usize {
     let requests = env.model.turn_requests();
-    let started = |r: &&support::ModelRequest| r.last_human_text() == text && r.starts_turn();
+    let started =
+        |r: &&crate::support::ModelRequest| r.last_human_text() == text && r.starts_turn();
     requests.iter().filter(started).count()
 }
 
@@ -100,7 +99,7 @@ async fn a_discord_message_queued_at_a_restart_runs_once_afterwards() {
     let discord = FakeDiscord::start().await;
     let mut config = env.config();
     config.discord.enabled = true;
-    config.discord.token = Some(support::secret("discord-test-token"));
+    config.discord.token = Some(crate::support::secret("discord-test-token"));
     config.discord.application_id = Some(APP_ID);
     config.discord.api_url = Some(discord.url.clone());
     config.discord.allowed_users = vec![ALICE as u64];
@@ -223,7 +222,7 @@ async fn a_killed_gateway_loses_no_message_and_repeats_none() {
     ] {
         let env = TestEnv::new().await;
         let tg = FakeTelegram::start().await;
-        let port = support::free_port();
+        let port = crate::support::free_port();
         let envs = telegram_env(&tg, port);
         let gateway = run_healthy(&env, &envs, port).await;
         drive_to(point, &tg).await;
@@ -247,7 +246,7 @@ async fn a_killed_gateway_loses_no_message_and_repeats_none() {
                 let offer = last_offer(&tg).await;
                 assert_eq!(count(&tg, answer), 1, "{point:?}: sent again by itself");
                 tg.press(ALICE, ALICE, offer, SEND_AGAIN_BUTTON);
-                let deadline = std::time::Instant::now() + support::ANSWER_TIMEOUT;
+                let deadline = std::time::Instant::now() + crate::support::ANSWER_TIMEOUT;
                 while count(&tg, answer) < 2 {
                     assert!(std::time::Instant::now() < deadline, "not sent on request");
                     tokio::time::sleep(Duration::from_millis(50)).await;

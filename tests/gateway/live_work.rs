@@ -2,14 +2,12 @@
 //! fake model's three rounds of commentary and a command that takes seconds, a file change
 //! and a final answer, at the default first flush and edit interval.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::model::{Brain, ModelRequest, Output, Reply, default_brain};
+use crate::support::telegram::FakeTelegram;
+use crate::support::{Gateway, TestEnv};
 use serde_json::Value;
-use support::model::{Brain, ModelRequest, Output, Reply, default_brain};
-use support::telegram::FakeTelegram;
-use support::{Gateway, TestEnv};
 
 const ALICE: i64 = 1001;
 const GROUP: i64 = -100500;
@@ -171,7 +169,7 @@ async fn a_long_turn_shows_its_commands_live_and_answers_in_a_new_message() {
 async fn a_group_status_is_edited_within_the_groups_limit() {
     let (_env, tg, config) = setup().await;
     let gateway = Gateway::start(&config);
-    let bot = support::telegram::BOT_USERNAME;
+    let bot = crate::support::telegram::BOT_USERNAME;
     tg.group_message(GROUP, ALICE, &format!("@{bot} work: in the group"), None);
     tg.wait_for_text(GROUP, |t| t == ANSWER).await;
     tg.wait_for_text(GROUP, |t| t.starts_with("Worked ")).await;

@@ -1,11 +1,9 @@
 //! The `codex-gateway` binary: console chat, check-config and bad input, run as a user would.
 
-mod support;
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use support::TestEnv;
+use crate::support::TestEnv;
 
 fn gateway(args: &[&str], stdin: &[u8], envs: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_codex-gateway"))

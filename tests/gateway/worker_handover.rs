@@ -2,15 +2,13 @@
 //! and a new client that comes back (as a gateway restart does to a remote worker),
 //! measured over a real WebSocket to a real worker and the fake model.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::telegram::FakeTelegram;
+use crate::support::workers::Worker;
+use crate::support::{Gateway, TestEnv};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use support::telegram::FakeTelegram;
-use support::workers::Worker;
-use support::{Gateway, TestEnv};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -176,7 +174,7 @@ async fn a_turn_on_a_worker_survives_a_gateway_restart() {
     let env = TestEnv::new().await;
     let worker = Worker::start(&env, "w1", "token-w1").await;
     let tg = FakeTelegram::start().await;
-    let mut config = support::workers::workers_only(&env, &[&worker]);
+    let mut config = crate::support::workers::workers_only(&env, &[&worker]);
     config.telegram = env.telegram_config(&tg, ALICE).telegram;
     config.server.shutdown_grace_secs = 1;
     let count = |text: &str| tg.texts(ALICE).iter().filter(|(_, t)| t == text).count();
@@ -298,7 +296,7 @@ async fn an_approval_pending_at_a_restart_is_asked_again_and_answered() {
     let env = TestEnv::new().await;
     let worker = Worker::start(&env, "w1", "token-w1").await;
     let tg = FakeTelegram::start().await;
-    let mut config = support::workers::workers_only(&env, &[&worker]);
+    let mut config = crate::support::workers::workers_only(&env, &[&worker]);
     config.telegram = env.telegram_config(&tg, ALICE).telegram;
     config.codex.approval_policy = codex_gateway::config::ApprovalPolicy::Untrusted;
     config.server.shutdown_grace_secs = 1;
@@ -317,7 +315,7 @@ async fn an_approval_pending_at_a_restart_is_asked_again_and_answered() {
         .await;
     gateway.stop().await;
     let gateway = Gateway::start(&config);
-    let deadline = Instant::now() + support::ANSWER_TIMEOUT;
+    let deadline = Instant::now() + crate::support::ANSWER_TIMEOUT;
     while asks(&tg).len() < 2 {
         assert!(
             Instant::now() < deadline,

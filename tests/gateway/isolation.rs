@@ -4,18 +4,16 @@
 //! Switching users needs root: these tests run as root (as CI does) and are skipped
 //! otherwise, saying why.
 
-mod support;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::TestEnv;
-use support::binary::{
+use crate::support::TestEnv;
+use crate::support::binary::{
     ALICE, gateway_command, gateway_command_of, terminate, wait_exit, wait_healthy,
 };
-use support::telegram::FakeTelegram;
+use crate::support::telegram::FakeTelegram;
 
 const BOB: i64 = 1002;
 const TOKEN: &str = "4242:isolation-secret-token-AAHdqTcvCH1vGWJx";
@@ -44,7 +42,7 @@ fn shared_copy(env: &TestEnv, binary: &Path, name: &str) -> PathBuf {
 
 /// The pinned codex binary where any user may run it.
 fn shared_codex(env: &TestEnv) -> PathBuf {
-    shared_copy(env, &support::codex_binary(), "codex")
+    shared_copy(env, &crate::support::codex_binary(), "codex")
 }
 
 /// `codex-gateway ARGS` from a copy of the binary that any user may run.
@@ -133,7 +131,7 @@ async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
     let env = TestEnv::new().await;
     hand_codex_folders_to(&env, CODEX_UID);
     let telegram = FakeTelegram::start().await;
-    let port = support::free_port();
+    let port = crate::support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &run_as(CODEX_UID));
     let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
     wait_healthy(port).await;
@@ -189,7 +187,7 @@ async fn codex_as_the_gateways_user_cannot_read_its_environment() {
     let env = TestEnv::new().await;
     chown_tree(env.dir.path(), GATEWAY_UID);
     let telegram = FakeTelegram::start().await;
-    let port = support::free_port();
+    let port = crate::support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &[]);
     let mut command = shared_gateway_command(&env, &["run"], &envs);
     chown_tree(env.dir.path(), GATEWAY_UID);
@@ -251,7 +249,7 @@ async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftover
     const CODEX_UID: u32 = 64123;
     let env = TestEnv::new().await;
     let telegram = FakeTelegram::start().await;
-    let port = support::free_port();
+    let port = crate::support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &run_as(CODEX_UID));
     let gateway = shared_gateway_command(&env, &["run"], &envs);
     chown_tree(env.dir.path(), GATEWAY_UID);
@@ -287,8 +285,8 @@ async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftover
         .wait_for_text(ALICE, |t| t.starts_with("Tool said"))
         .await;
     let owners = || -> Vec<u32> {
-        let running = support::processes_named(&marker);
-        running.into_iter().map(support::owner_of).collect()
+        let running = crate::support::processes_named(&marker);
+        running.into_iter().map(crate::support::owner_of).collect()
     };
     assert_eq!(
         owners(),

@@ -1,0 +1,212 @@
+//! What a person does on either platform, written once and run on Telegram and on
+//! Discord (`support::platform`): the gateway's `run` against the fake platform, the real
+//! codex app-server and the fake model.
+
+use codex_gateway::config::ApprovalPolicy;
+
+use crate::both_platforms;
+use crate::support::platform::{Button, FakePlatform};
+use crate::support::{COMMAND_MENU, PASTED_CODE, TestEnv};
+
+both_platforms!(
+    a_conversation_survives_a_restart,
+    pasted_code_reaches_codex_byte_for_byte,
+    a_stranger_is_told_their_id_and_reaches_no_model,
+    a_model_is_chosen_with_a_button,
+    get_sends_a_file_from_the_chats_folder_only,
+    approvals_by_button_and_only_by_the_allowed,
+    an_approval_button_from_before_a_restart_decides_nothing,
+);
+
+async fn setup<P: FakePlatform>() -> (TestEnv, P, codex_gateway::config::Config) {
+    let env = TestEnv::new().await;
+    std::fs::write(env.workspace().join("notes.txt"), "puffin-58").unwrap();
+    let (platform, config) = P::start(&env).await;
+    (env, platform, config)
+}
+
+/// The story the project was founded on: what Codex read before a restart is still in
+/// its thread after it (one thread in all), and the command menu is registered.
+async fn a_conversation_survives_a_restart<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    let gateway = platform.gateway(&config).await;
+    platform.send("read file notes.txt");
+    platform.said(|t| t.contains("Tool said: puffin-58")).await;
+    gateway.stop().await;
+
+    let gateway = platform.gateway(&config).await;
+    platform.send("what did you just read?");
+    platform
+        .said(|t| t.contains("Earlier I read: puffin-58"))
+        .await;
+    gateway.stop().await;
+    let request = env.model.request_for("what did you just read?");
+    assert!(
+        request
+            .tool_outputs()
+            .iter()
+            .any(|o| o.contains("puffin-58"))
+    );
+    assert_eq!(env.rollouts().len(), 1, "one thread/start in total");
+    assert_eq!(platform.menu(), COMMAND_MENU, "{}", P::NAME);
+    assert_eq!(env.codex_processes(), Vec::<u32>::new());
+}
+
+/// Newlines, indentation, tabs and repeated spaces reach Codex as they were typed.
+async fn pasted_code_reaches_codex_byte_for_byte<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    let gateway = platform.gateway(&config).await;
+    platform.send(PASTED_CODE);
+    platform.said(|t| t.starts_with("Echo: fix this:")).await;
+    gateway.stop().await;
+    assert_eq!(env.model.turn_texts(), [PASTED_CODE], "{}", P::NAME);
+}
+
+/// A stranger is told their id (for the owner's allowlist) and never reaches Codex.
+async fn a_stranger_is_told_their_id_and_reaches_no_model<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    let gateway = platform.gateway(&config).await;
+    platform.stranger_writes("read file notes.txt");
+    platform
+        .told_stranger(|t| t.contains("not allowed") && t.contains("3003"))
+        .await;
+    platform.send("hello");
+    platform.said(|t| t == "Echo: hello").await;
+    gateway.stop().await;
+    let requests = env.model.requests();
+    assert!(
+        requests.iter().all(|r| !r.text().contains("notes.txt")),
+        "a stranger reached the model on {}",
+        P::NAME
+    );
+}
+
+/// `/model` lists the models as buttons; a stranger's press is refused, Alice's chooses
+/// the model her next turn uses.
+async fn a_model_is_chosen_with_a_button<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    let gateway = platform.gateway(&config).await;
+    platform.send("/model");
+    let (listing, _) = platform.said(|t| t.starts_with("Model:")).await;
+    let buttons = platform.buttons(listing);
+    assert!(buttons.len() > 1, "{buttons:?}");
+    let last = buttons.last().unwrap();
+    platform.press(true, listing, last);
+    platform.press_refused().await;
+    platform.press(false, listing, last);
+    let chosen = format!("This chat uses {} from the next turn on.", last.label);
+    platform.said(|t| t == chosen).await;
+    platform.send("with the pressed model");
+    platform.said(|t| t == "Echo: with the pressed model").await;
+    gateway.stop().await;
+    let request = env.model.request_for("with the pressed model");
+    assert_eq!(request.body["model"], last.label.as_str());
+}
+
+/// `/get` sends a file Codex wrote, read through the app-server, and nothing from
+/// outside the chat's folder.
+async fn get_sends_a_file_from_the_chats_folder_only<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    std::fs::write(env.dir.path().join("beside.txt"), "not yours").unwrap();
+    let gateway = platform.gateway(&config).await;
+    platform.send("run: printf 'get-plover-5' > made-by-codex.txt");
+    platform.said(|t| t.starts_with("Tool said")).await;
+    platform.send("/get made-by-codex.txt");
+    let refusals = [
+        (
+            "/etc/passwd",
+            "not allowed: /etc/passwd is outside this chat's folder",
+        ),
+        (
+            "../beside.txt",
+            "not allowed: ../beside.txt is outside this chat's folder",
+        ),
+        (
+            "nothing-here.txt",
+            "nothing-here.txt does not exist in this chat's folder",
+        ),
+    ];
+    for (path, refusal) in refusals {
+        platform.send(&format!("/get {path}"));
+        platform.said(|t| t.starts_with(refusal)).await;
+    }
+    gateway.stop().await;
+    let sent = ("made-by-codex.txt".to_owned(), "get-plover-5".to_owned());
+    assert_eq!(platform.files(), [sent], "a refused file was sent");
+}
+
+/// An approval prompt's buttons: a stranger's press is refused and changes nothing;
+/// Alice's Accept runs the command, and the prompt says who decided.
+async fn approvals_by_button_and_only_by_the_allowed<P: FakePlatform>() {
+    let (env, platform, mut config) = setup::<P>().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = platform.gateway(&config).await;
+    platform.send("run: touch approved.txt");
+    let (prompt, _) = platform.said(|t| t.starts_with("Codex asks to run")).await;
+    let accept = button(&platform.buttons(prompt), "Accept");
+    platform.press(true, prompt, &accept);
+    platform.press_refused().await;
+    assert!(!env.workspace().join("approved.txt").exists());
+    platform.press(false, prompt, &accept);
+    platform.said(|t| t.starts_with("Tool said")).await;
+    assert!(
+        env.workspace().join("approved.txt").exists(),
+        "the accepted command did not run"
+    );
+    let decided = |t: &str| t.contains("touch approved.txt") && t.contains("Accept by");
+    platform.said(decided).await;
+
+    // Codex 0.171 offers accept and cancel for a command (and an amendment the bot does
+    // not offer): only those are buttons.
+    platform.send("run: touch cancelled.txt");
+    let (second, _) = platform.said(|t| t.contains("touch cancelled.txt")).await;
+    let buttons = platform.buttons(second);
+    let labels: Vec<&str> = buttons.iter().map(|b| b.label.as_str()).collect();
+    assert_eq!(labels, ["Accept", "Cancel"]);
+    platform.press(false, second, &button(&buttons, "Cancel"));
+    platform
+        .said(|t| t.contains("touch cancelled.txt") && t.contains("Cancel by"))
+        .await;
+    // A later press of the first prompt keeps its first answer, and only it.
+    platform.press(false, prompt, &accept);
+    platform.presses_answered(4).await;
+    let shown = platform.shown(prompt);
+    assert_eq!(shown.matches("Accept by").count(), 1, "{shown}");
+    assert!(!shown.contains("No longer pending"), "{shown}");
+    gateway.stop().await;
+    assert!(!env.workspace().join("cancelled.txt").exists());
+}
+
+/// A prompt a stopping gateway leaves is closed (a line saying so, no buttons); its
+/// button pressed after the restart decides nothing.
+async fn an_approval_button_from_before_a_restart_decides_nothing<P: FakePlatform>() {
+    let (env, platform, mut config) = setup::<P>().await;
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    // The turn waits for a person, so the stop interrupts it when its grace is over: one
+    // second instead of 20 keeps the test short (the grace is not what it is about).
+    config.server.shutdown_grace_secs = 1;
+    let gateway = platform.gateway(&config).await;
+    platform.send("run: touch old.txt");
+    let (prompt, _) = platform.said(|t| t.contains("touch old.txt")).await;
+    let accept = button(&platform.buttons(prompt), "Accept");
+    gateway.stop().await;
+    let expired = "Expired: the gateway stopped before anyone answered.";
+    platform
+        .said(|t| t.contains("touch old.txt") && t.ends_with(expired))
+        .await;
+
+    let gateway = platform.gateway(&config).await;
+    platform.press(false, prompt, &accept);
+    platform
+        .said(|t| t.contains("touch old.txt") && t.contains("before the gateway restarted"))
+        .await;
+    gateway.stop().await;
+    assert!(!env.workspace().join("old.txt").exists());
+}
+
+fn button(buttons: &[Button], label: &str) -> Button {
+    let found = buttons.iter().find(|b| b.label == label);
+    found
+        .unwrap_or_else(|| panic!("no {label} in {buttons:?}"))
+        .clone()
+}
