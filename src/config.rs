@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use chat::{FollowUp, Progress};
 
@@ -19,7 +19,7 @@ pub use workers::RemoteConfig;
 /// (`CODEX_GATEWAY__TELEGRAM__TOKEN` sets `telegram.token`).
 pub const ENV_PREFIX: &str = "CODEX_GATEWAY";
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub storage: StorageConfig,
@@ -34,7 +34,7 @@ pub struct Config {
 }
 
 /// Scheduled work (`/every`, `/at`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScheduleConfig {
     /// The shortest interval a job may run at.
@@ -54,7 +54,7 @@ impl Default for ScheduleConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ChatConfig {
     /// What a message sent while a turn runs does, in chats that did not choose
@@ -76,7 +76,7 @@ impl Default for ChatConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TranscriptionConfig {
     /// An OpenAI-compatible `audio/transcriptions` endpoint; unset, voice messages are
@@ -101,7 +101,7 @@ impl Default for TranscriptionConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
     /// SQLite file holding the chat -> thread mapping and transcripts.
@@ -116,7 +116,7 @@ impl Default for StorageConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CodexConfig {
     /// The `codex` executable (a path, or a name looked up in PATH).
@@ -196,7 +196,7 @@ impl Default for CodexConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// Address of the health and metrics endpoint (`/healthz`, `/metrics`) of `run`.
@@ -214,7 +214,7 @@ impl Default for ServerConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HygieneConfig {
     pub compaction: CompactionMode,
@@ -248,7 +248,7 @@ impl HygieneConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkspaceMode {
     /// Each chat works in its own subfolder of `workspace`.
@@ -257,7 +257,7 @@ pub enum WorkspaceMode {
     Shared,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TelegramConfig {
     pub enabled: bool,
@@ -304,14 +304,14 @@ impl Default for TelegramConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GroupThreads {
     PerChat,
     PerUser,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DiscordConfig {
     pub enabled: bool,
@@ -367,6 +367,13 @@ impl Default for DiscordConfig {
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(String);
+
+/// Shown as set, never as its value (the tidy test lists the settings this way).
+impl serde::Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_str("***")
+    }
+}
 
 impl Secret {
     pub fn expose(&self) -> &str {

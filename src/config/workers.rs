@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, Secret, read_token};
 
 /// One remote app-server (`codex app-server --listen ws://… --ws-auth capability-token`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteConfig {
     /// What `/status`, logs and metrics call it; the URL's host and port when unset.

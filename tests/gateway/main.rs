@@ -25,6 +25,7 @@ mod processes;
 mod schedule;
 mod steering;
 mod telegram;
+mod tidy;
 mod usage_limit;
 mod worker_handover;
 mod workers;

@@ -65,7 +65,7 @@ impl Named for FollowUp {
         &[(FollowUp::Steer, "steer"), (FollowUp::Queue, "queue")];
 }
 
-crate::deserialize_by_name!(FollowUp);
+crate::serde_by_name!(FollowUp);
 
 /// How much of a running turn a chat sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl Named for Progress {
     ];
 }
 
-crate::deserialize_by_name!(Progress);
+crate::serde_by_name!(Progress);
 
 /// A chat's preset of sandbox and approval policy (`/mode`); without one the chat runs
 /// with the config's.

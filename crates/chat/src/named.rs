@@ -75,13 +75,20 @@ pub fn deserialize<'de, T: Named, D: serde::Deserializer<'de>>(input: D) -> Resu
     input.deserialize_str(NameOf(std::marker::PhantomData))
 }
 
-/// `Deserialize` for a [`Named`] type, through [`deserialize`].
+/// `Deserialize` (through [`deserialize`]) and `Serialize` (as its name) for a [`Named`]
+/// type.
 #[macro_export]
-macro_rules! deserialize_by_name {
+macro_rules! serde_by_name {
     ($type:ty) => {
         impl<'de> serde::Deserialize<'de> for $type {
             fn deserialize<D: serde::Deserializer<'de>>(input: D) -> Result<Self, D::Error> {
                 $crate::named::deserialize(input)
+            }
+        }
+
+        impl serde::Serialize for $type {
+            fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+                to.serialize_str($crate::named::Named::name(*self))
             }
         }
     };

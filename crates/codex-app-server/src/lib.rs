@@ -1,6 +1,7 @@
 //! Client for `codex app-server`: knows JSON-RPC and Codex threads, nothing of chats.
 
 mod answer;
+mod approvals;
 mod catalog;
 mod error;
 mod files;
@@ -20,6 +21,7 @@ mod wire;
 mod workers;
 
 pub use answer::TurnAnswer;
+pub use approvals::{ApprovalDecision, ApprovalKind, ApprovalRequest, ChangedFile};
 pub use catalog::{
     ModelConfig, ModelInfo, Permissions, RateLimitWindow, RateLimits, SandboxPolicy, TurnOverrides,
 };
@@ -29,9 +31,8 @@ pub use login::{DeviceLogin, LoginOutcome, PendingLogin};
 pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;
 pub use protocol::{
-    AccountState, ApprovalDecision, ApprovalKind, ApprovalPolicy, ApprovalRequest, ChangedFile,
-    Item, Notification, OpenedThread, Phase, PlanStatus, PlanStep, SandboxMode, ThreadSettings,
-    TokenCounts, TokenUsage, TurnStatus, UserInput,
+    AccountState, ApprovalPolicy, Item, Notification, OpenedThread, Phase, PlanStatus, PlanStep,
+    SandboxMode, ThreadSettings, TokenCounts, TokenUsage, TurnStatus, UserInput,
 };
 pub use questions::{Answers, QuestionOption, UserQuestion};
 pub use remote::RemoteSpec;

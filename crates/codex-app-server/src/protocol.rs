@@ -1,7 +1,9 @@
-//! The subset of the app-server protocol (v2, codex 0.171) that the gateway uses.
+//! The subset of the app-server protocol (v2, codex 0.171) that the gateway uses: threads,
+//! turns, items and notifications (approvals are in `approvals.rs`).
 
 use serde::{Deserialize, Serialize};
 
+use super::approvals::ChangedFile;
 use super::catalog::TurnOverrides;
 use serde_json::Value;
 
@@ -280,57 +282,6 @@ pub enum Notification {
     },
 }
 
-/// What kind of action Codex asks a person to approve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalKind {
-    Command,
-    FileChange,
-    /// More access for the turn or the session: network, folders to read or write.
-    Permissions,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApprovalRequest {
-    pub kind: ApprovalKind,
-    pub command: Option<String>,
-    pub cwd: Option<String>,
-    pub reason: Option<String>,
-    /// The files a file change touches (from its `item/started`).
-    pub files: Vec<ChangedFile>,
-    /// A folder outside the workspace the change asks write access to, for the session.
-    pub grant_root: Option<String>,
-    /// The decisions Codex allows for this request (`availableDecisions`; all when absent).
-    pub decisions: Vec<ApprovalDecision>,
-    /// For a permissions request: what is asked, one line each ("network access",
-    /// "write /srv/data").
-    pub permissions: Vec<String>,
-}
-
-/// One file of a file change: its path and what happens to it (`add`, `update`, `delete`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChangedFile {
-    pub path: String,
-    pub kind: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ApprovalDecision {
-    Accept,
-    AcceptForSession,
-    Decline,
-    Cancel,
-}
-
-impl ApprovalDecision {
-    pub const ALL: [ApprovalDecision; 4] = [
-        ApprovalDecision::Accept,
-        ApprovalDecision::AcceptForSession,
-        ApprovalDecision::Decline,
-        ApprovalDecision::Cancel,
-    ];
-}
-
 /// Reads the thread id a notification or server request belongs to, if any.
 pub(crate) fn thread_id_of(params: &Value) -> Option<&str> {
     params.get("threadId").and_then(Value::as_str)
@@ -341,7 +292,7 @@ fn error_info(params: &Value) -> Option<&str> {
     params.pointer("/error/codexErrorInfo")?.as_str()
 }
 
-fn text(params: &Value, key: &str) -> Option<String> {
+pub(crate) fn text(params: &Value, key: &str) -> Option<String> {
     params.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
@@ -487,87 +438,6 @@ fn user_text(item: &Value) -> String {
         .flatten()
         .filter_map(|part| part["text"].as_str());
     texts.collect::<Vec<_>>().join(" ")
-}
-
-impl ApprovalRequest {
-    /// Parses a server->client approval request; `None` for other server requests.
-    /// `files` are those of the file change it names, as its `item/started` listed them.
-    pub(crate) fn parse(method: &str, params: &Value, files: Vec<ChangedFile>) -> Option<Self> {
-        let kind = match method {
-            "item/commandExecution/requestApproval" => ApprovalKind::Command,
-            "item/fileChange/requestApproval" => ApprovalKind::FileChange,
-            "item/permissions/requestApproval" => ApprovalKind::Permissions,
-            _ => return None,
-        };
-        let (permissions, decisions) = match kind {
-            // A grant is for the turn or the session; declining grants nothing.
-            ApprovalKind::Permissions => (
-                asked_permissions(params.get("permissions").unwrap_or(&Value::Null)),
-                vec![
-                    ApprovalDecision::Accept,
-                    ApprovalDecision::AcceptForSession,
-                    ApprovalDecision::Decline,
-                ],
-            ),
-            _ => (Vec::new(), available_decisions(params)),
-        };
-        Some(ApprovalRequest {
-            kind,
-            command: text(params, "command"),
-            cwd: text(params, "cwd"),
-            reason: text(params, "reason"),
-            files,
-            grant_root: text(params, "grantRoot"),
-            decisions,
-            permissions,
-        })
-    }
-}
-
-/// A permission profile (`RequestPermissionProfile`) as lines a person reads: network
-/// access, then each folder with read or write (`fileSystem.entries`, else the older
-/// `read` and `write` lists).
-fn asked_permissions(profile: &Value) -> Vec<String> {
-    let mut lines = Vec::new();
-    if profile.pointer("/network/enabled") == Some(&Value::Bool(true)) {
-        lines.push("network access".to_owned());
-    }
-    let file_system = profile.get("fileSystem").unwrap_or(&Value::Null);
-    let entries = file_system.get("entries").and_then(Value::as_array);
-    for entry in entries.into_iter().flatten() {
-        let access = entry.get("access").and_then(Value::as_str).unwrap_or("?");
-        let path = entry.get("path").unwrap_or(&Value::Null);
-        let shown = match path.get("type").and_then(Value::as_str) {
-            Some("path") => text(path, "path"),
-            Some("glob_pattern") => text(path, "pattern"),
-            _ => path
-                .pointer("/value/kind")
-                .and_then(Value::as_str)
-                .map(|k| format!("<{k}>")),
-        };
-        lines.push(format!("{access} {}", shown.unwrap_or_else(|| "?".into())));
-    }
-    if entries.is_none() {
-        for access in ["read", "write"] {
-            let paths = file_system.get(access).and_then(Value::as_array);
-            for path in paths.into_iter().flatten().filter_map(Value::as_str) {
-                lines.push(format!("{access} {path}"));
-            }
-        }
-    }
-    lines
-}
-
-/// The plain decisions of `availableDecisions`; the ones with a policy amendment (objects)
-/// are not offered by the gateway. Every decision when the list is absent.
-fn available_decisions(params: &Value) -> Vec<ApprovalDecision> {
-    match params.get("availableDecisions").and_then(Value::as_array) {
-        Some(listed) => listed
-            .iter()
-            .filter_map(|d| serde_json::from_value(d.clone()).ok())
-            .collect(),
-        None => ApprovalDecision::ALL.to_vec(),
-    }
 }
 
 /// A command as the model wrote it: Codex wraps it (`/bin/bash -c '…'`) in `command`
@@ -744,7 +614,7 @@ mod tests {
             json!({"threadId":"t","input":[{"type":"text","text":"hi"}]})
         );
         assert_eq!(
-            serde_json::to_value(ApprovalDecision::AcceptForSession).unwrap(),
+            serde_json::to_value(crate::ApprovalDecision::AcceptForSession).unwrap(),
             json!("acceptForSession")
         );
     }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::protocol::ApprovalDecision;
+use super::approvals::ApprovalDecision;
 use super::questions::{Answers, Elicitation};
 
 /// Writes the one result of one server request.

@@ -13,10 +13,9 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tracing::{error, info, warn};
 
+use super::approvals::{ApprovalKind, ApprovalRequest, ChangedFile};
 use super::catalog::RateLimits;
-use super::protocol::{
-    ApprovalKind, ApprovalRequest, ChangedFile, Notification, changed_files, thread_id_of,
-};
+use super::protocol::{Notification, changed_files, thread_id_of};
 use super::questions::{self, UserQuestion};
 use super::responder::{ApprovalResponder, QuestionResponder};
 use super::unread::{Unread, UnreadLog};
