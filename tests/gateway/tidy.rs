@@ -6,7 +6,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use codex_gateway::config::Config;
-use serde_json::Value;
 
 /// Lines of code (not blank, not comments, before the unit tests) a source file may hold.
 const MAX_CODE_LINES: usize = 500;
