@@ -12,8 +12,8 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/src/target,sharing=locked \
-    cargo build --release --locked --bin codex-gateway \
-    && strip -o /usr/local/bin/codex-gateway target/release/codex-gateway
+    cargo build --profile dist --locked --bin codex-gateway \
+    && strip -o /usr/local/bin/codex-gateway target/dist/codex-gateway
 
 # Only the static codex binary leaves this stage (the npm package is ~420 MiB).
 FROM debian:bookworm-slim AS codex

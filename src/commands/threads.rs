@@ -7,8 +7,20 @@ use crate::router::{Actor, Replies, texts};
 
 /// Threads per page.
 const PER_PAGE: u32 = 10;
-/// Characters of an id shown; `/resume` takes any unique prefix.
+/// Least characters of an id shown; `/resume` takes any unique prefix. Ids begin with
+/// their time (UUID v7), so threads started close together need more to tell apart.
 const SHORT_ID: usize = 8;
+
+/// How much of each id tells the listed threads apart: at least [`SHORT_ID`] characters.
+fn short_id_length(ids: &[&str]) -> usize {
+    let longest = ids.iter().map(|id| id.len()).max().unwrap_or(SHORT_ID);
+    let distinct = |length: usize| {
+        let prefixes: std::collections::HashSet<&str> =
+            ids.iter().map(|id| &id[..length.min(id.len())]).collect();
+        prefixes.len() == ids.len()
+    };
+    (SHORT_ID..longest).find(|&length| distinct(length)).unwrap_or(longest)
+}
 
 /// Also `/resume`'s, which looks its thread up in the list.
 pub(super) fn threads_unlisted(error: &impl std::fmt::Display) -> String {
@@ -35,8 +47,8 @@ fn thread_listing(page: usize, lines: &[String], more: bool) -> String {
 }
 
 /// "019a2b3c  fix the parser  2 h ago  /home/me/app".
-fn thread_line(thread: &codex::ThreadSummary, now: i64) -> String {
-    let short: String = thread.id.chars().take(SHORT_ID).collect();
+fn thread_line(thread: &codex::ThreadSummary, now: i64, short_id: usize) -> String {
+    let short: String = thread.id.chars().take(short_id).collect();
     let age = texts::duration_words((now - thread.updated_at).max(0));
     format!(
         "{short}  {}  {age} ago  {}",
@@ -83,9 +95,11 @@ impl ChatCommand for Threads {
             return replies.notice(no_threads_on(page));
         }
         let now = unix_now();
+        let ids: Vec<&str> = threads.iter().map(|t| t.id.as_str()).collect();
+        let short_id = short_id_length(&ids);
         let lines: Vec<String> = threads
             .iter()
-            .map(|thread| thread_line(thread, now))
+            .map(|thread| thread_line(thread, now, short_id))
             .collect();
         replies.notice(thread_listing(page, &lines, more));
     }
@@ -105,6 +119,14 @@ mod tests {
     }
 
     #[test]
+    fn ids_are_shown_as_long_as_it_takes_to_tell_them_apart() {
+        let close = ["01a24ef0-3f40-7482", "01a24ef0-3d6f-7e72", "01b00000-0000-0000"];
+        assert_eq!(short_id_length(&close), 11);
+        assert_eq!(short_id_length(&["019a2b3c-dead", "01ffffff-beef"]), 8);
+        assert_eq!(short_id_length(&[]), 8);
+    }
+
+    #[test]
     fn a_thread_line_shows_short_id_title_age_and_folder() {
         let thread = ThreadSummary {
             id: "019a2b3c-dead-beef".into(),
@@ -115,7 +137,7 @@ mod tests {
             cwd: "/w/app".into(),
         };
         assert_eq!(
-            thread_line(&thread, 1_000 + 7_800),
+            thread_line(&thread, 1_000 + 7_800, 8),
             "019a2b3c  read file notes.txt please and then tell me eve…  2 h 10 min ago  /w/app"
         );
         let named = ThreadSummary {

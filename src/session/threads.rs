@@ -61,7 +61,15 @@ impl Session {
             if let Some(exact) = page.data.iter().find(|t| t.id == id) {
                 return Ok(ThreadMatch::One(exact.clone()));
             }
-            found.extend(page.data.into_iter().filter(|t| t.id.starts_with(id)));
+            // Pages can overlap when a thread is updated between them.
+            let fresh: Vec<_> = page
+                .data
+                .into_iter()
+                .filter(|t| {
+                    t.id.starts_with(id) && !found.iter().any(|f: &ThreadSummary| f.id == t.id)
+                })
+                .collect();
+            found.extend(fresh);
             cursor = page.next_cursor;
             if cursor.is_none() {
                 break;

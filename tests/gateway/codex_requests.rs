@@ -17,7 +17,7 @@ const MALLORY: i64 = 666;
 
 /// The default brain, plus: "ask: …" has the model ask two questions (each with
 /// options, Codex adding "Other"), "access: PATH" has it ask for network access and writing PATH.
-fn asking_brain() -> Brain {
+pub(crate) fn asking_brain() -> Brain {
     let default = default_brain();
     Arc::new(move |request| {
         let text = request.last_human_text();

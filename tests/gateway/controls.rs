@@ -421,7 +421,7 @@ async fn login_gives_the_code_and_says_when_it_is_done() {
 
 /// The fake model as a reviewer: a review request (Codex's own review prompt) gets
 /// findings in Codex's review format; anything else the default script.
-fn reviewing_brain() -> crate::support::Brain {
+pub(crate) fn reviewing_brain() -> crate::support::Brain {
     let default = crate::support::default_brain();
     std::sync::Arc::new(move |request: &crate::support::ModelRequest| {
         if !request

@@ -10,6 +10,7 @@ mod attachments;
 mod both_platforms;
 mod codex_requests;
 mod commands;
+mod commands_everywhere;
 mod console;
 mod continuity;
 mod controls;

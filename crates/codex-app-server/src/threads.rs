@@ -56,8 +56,14 @@ impl AppServer {
         if let Some(cursor) = cursor {
             params["cursor"] = json!(cursor);
         }
-        self.request_within("thread/list", params, super::catalog::QUICK)
-            .await
+        let mut page: ThreadPage = self
+            .request_within("thread/list", params, super::catalog::QUICK)
+            .await?;
+        // 0.171 lists a thread once per rollout file, and `thread/revert` (`/undo`) leaves
+        // a second one (measured): the newest stands for the thread.
+        let mut seen = std::collections::HashSet::new();
+        page.data.retain(|thread| seen.insert(thread.id.clone()));
+        Ok(page)
     }
 
     /// The turn `turn_id` of the thread, among its latest, with its items; `None` when

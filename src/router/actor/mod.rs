@@ -308,19 +308,32 @@ impl Actor {
             return;
         }
         match commands::parse(&inbound.text) {
-            Input::Empty => replies.notice(texts::EMPTY_MESSAGE),
-            Input::TooLong { bytes } => {
-                warn!(chat = %self.chat, bytes, "message too long");
-                replies.notice(texts::too_long(bytes));
-            }
-            Input::UnknownCommand(name) => replies.notice(texts::unknown_command(name)),
-            Input::BadArgument(why) => replies.notice(why),
             Input::Command(command) => self.command(&replies, command).await,
             Input::Text(text) => {
                 let prompt = Prompt::text(text);
                 self.turn(&replies, TurnRequest::Message(&prompt)).await
             }
+            refused => {
+                self.refuse(&replies, &refused);
+            }
         }
+    }
+
+    /// Input that can be nothing but refused (empty, too long, an unknown command, a
+    /// command's bad argument) is answered at once, during a turn too. Returns whether
+    /// it was such input.
+    fn refuse(&self, replies: &Replies<'_>, input: &Input<'_>) -> bool {
+        match input {
+            Input::Empty => replies.notice(texts::EMPTY_MESSAGE),
+            Input::TooLong { bytes } => {
+                warn!(chat = %self.chat, bytes, "message too long");
+                replies.notice(texts::too_long(*bytes));
+            }
+            Input::UnknownCommand(name) => replies.notice(texts::unknown_command(name)),
+            Input::BadArgument(why) => replies.notice(why.clone()),
+            Input::Command(_) | Input::Text(_) => return false,
+        }
+        true
     }
 
     /// Runs one command (no turn running, or one answered during a turn): an admins'
@@ -384,6 +397,7 @@ impl Actor {
                 Box::pin(self.command(&replies, command)).await;
                 true
             }
+            ref refused if self.refuse(&replies, refused) => true,
             _ if self.queued_messages() >= self.ctx.settings.max_queued => {
                 let limit = self.ctx.settings.max_queued;
                 warn!(chat = %self.chat, limit, "queue full; message refused");

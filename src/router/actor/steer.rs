@@ -14,7 +14,9 @@ impl Actor {
     pub(super) async fn steer_or_queue(&mut self, inbound: Inbound, turn_id: Option<&str>) {
         // A compaction may run before any turn has read the chat's choices.
         let _ = self.session.choices().await;
-        let steering = self.session.follow_up() == FollowUp::Steer;
+        // Behind a queued command (a `/new`, say) a message waits its turn: steering it
+        // into the running turn would answer it before the command that came first.
+        let steering = self.session.follow_up() == FollowUp::Steer && self.queued_messages() == 0;
         let Some(turn_id) = turn_id.filter(|_| steering) else {
             return self.queue_message(inbound, texts::QUEUED);
         };

@@ -66,6 +66,27 @@ pub trait FakePlatform: Sized {
 
     /// The names of the command menu the gateway registered.
     fn menu(&self) -> Vec<String>;
+
+    /// The bot's messages to Alice so far, as shown now: id and text.
+    fn messages(&self) -> Vec<(u64, String)>;
+}
+
+/// Waits until `times` of the bot's messages to Alice are ones `pick` accepts.
+pub async fn said_times<P: FakePlatform>(platform: &P, times: usize, pick: impl Fn(&str) -> bool) {
+    let deadline = tokio::time::Instant::now() + super::ANSWER_TIMEOUT;
+    loop {
+        let messages = platform.messages();
+        let seen = messages.iter().filter(|(_, text)| pick(text)).count();
+        if seen >= times {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{seen} of {times} such messages on {}: {messages:#?}",
+            P::NAME
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// Runs each scenario (an `async fn name<P: FakePlatform>()`) on both platforms, as the
@@ -165,6 +186,11 @@ impl FakePlatform for FakeTelegram {
                 (text(&document["file_name"]), text(&document["content"]))
             })
             .collect()
+    }
+
+    fn messages(&self) -> Vec<(u64, String)> {
+        let texts = self.texts(ALICE as i64).into_iter();
+        texts.map(|(id, text)| (id as u64, text)).collect()
     }
 
     fn menu(&self) -> Vec<String> {
@@ -267,6 +293,10 @@ impl FakePlatform for FakeDiscord {
             .flatten()
             .map(|file| (text(&file["file_name"]), text(&file["content"])))
             .collect()
+    }
+
+    fn messages(&self) -> Vec<(u64, String)> {
+        self.contents(CHANNEL)
     }
 
     fn menu(&self) -> Vec<String> {
