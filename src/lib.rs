@@ -352,7 +352,7 @@ impl server::Observed for Observer {
         let down = self.intakes.down();
         let intakes = match down.is_empty() {
             true => Ok(()),
-            false => Err(format!("{} intake stopped; restarting it", down.join(", "))),
+            false => Err(down.join("; ")),
         };
         let core = self.app.health().await;
         match (core, intakes) {

@@ -1,7 +1,6 @@
 //! Keeping a platform's intake running: when it ends on its own (not stopped), it starts
 //! again after a back-off, and health shows it down meanwhile.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,27 +11,50 @@ use tracing::{info, warn};
 const STEADY: Duration = Duration::from_secs(60);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// One platform's intake, and whether it is up.
-type Intake = (&'static str, Arc<AtomicBool>);
+/// One platform's intake as `/healthz` sees it: up, or why not.
+#[derive(Clone, Default)]
+pub struct IntakeState(Arc<Mutex<Option<&'static str>>>);
+
+impl IntakeState {
+    /// The intake takes messages (again).
+    pub fn up(&self) {
+        *self.0.lock().expect("lock") = None;
+    }
+
+    /// The intake takes no messages now, for `why`.
+    pub fn down(&self, why: &'static str) {
+        *self.0.lock().expect("lock") = Some(why);
+    }
+
+    fn why_down(&self) -> Option<&'static str> {
+        *self.0.lock().expect("lock")
+    }
+}
 
 /// Whether each platform's intake is up; `/healthz` reads it.
 #[derive(Clone, Default)]
-pub struct IntakeHealth(Arc<Mutex<Vec<Intake>>>);
+pub struct IntakeHealth(Arc<Mutex<Vec<(&'static str, IntakeState)>>>);
 
 impl IntakeHealth {
-    fn register(&self, platform: &'static str) -> Arc<AtomicBool> {
-        let up = Arc::new(AtomicBool::new(true));
-        self.0.lock().expect("lock").push((platform, up.clone()));
-        up
+    fn register(&self, platform: &'static str) -> IntakeState {
+        let state = IntakeState::default();
+        self.0.lock().expect("lock").push((platform, state.clone()));
+        state
     }
 
-    /// The platforms whose intake is down now.
-    pub fn down(&self) -> Vec<&'static str> {
+    /// The platforms whose intake is down now, each with why ("telegram intake stopped").
+    pub fn down(&self) -> Vec<String> {
         let intakes = self.0.lock().expect("lock");
-        let down = intakes.iter().filter(|(_, up)| !up.load(Ordering::SeqCst));
-        down.map(|(platform, _)| *platform).collect()
+        let down = intakes.iter().filter_map(|(platform, state)| {
+            let why = state.why_down()?;
+            Some(format!("{platform} {why}"))
+        });
+        down.collect()
     }
 }
+
+/// Why a stopped intake is down until it starts again.
+const RESTARTING: &str = "intake stopped; restarting it";
 
 /// Runs `intake` (one attempt per call, given the stop signal) until `stopped` is raised;
 /// an attempt that ends by itself is followed by another after a growing pause.
@@ -42,18 +64,18 @@ pub async fn keep_running<F, Fut>(
     stopped: watch::Receiver<bool>,
     mut intake: F,
 ) where
-    F: FnMut(watch::Receiver<bool>) -> Fut,
+    F: FnMut(watch::Receiver<bool>, IntakeState) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let up = health.register(platform);
+    let state = health.register(platform);
     let mut failures = 0u32;
     loop {
         let started = Instant::now();
-        intake(stopped.clone()).await;
+        intake(stopped.clone(), state.clone()).await;
         if *stopped.borrow() {
             return;
         }
-        up.store(false, Ordering::SeqCst);
+        state.down(RESTARTING);
         failures = if started.elapsed() >= STEADY {
             1
         } else {
@@ -67,7 +89,7 @@ pub async fn keep_running<F, Fut>(
             _ = stop.wait_for(|stop| *stop) => return,
         }
         info!(platform, "starting the intake again");
-        up.store(true, Ordering::SeqCst);
+        state.up();
     }
 }
 
@@ -80,6 +102,8 @@ fn backoff(failures: u32) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::Ordering;
+
     use super::*;
 
     #[test]
@@ -94,12 +118,18 @@ mod tests {
         let (stop, stopped) = watch::channel(false);
         let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let counted = runs.clone();
-        let task = tokio::spawn(keep_running("test", health.clone(), stopped, move |_| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            std::future::ready(())
-        }));
+        let task = tokio::spawn(keep_running(
+            "test",
+            health.clone(),
+            stopped,
+            move |_, _| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                std::future::ready(())
+            },
+        ));
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(health.down(), ["test"], "down during the back-off");
+        let down = ["test intake stopped; restarting it"];
+        assert_eq!(health.down(), down, "down during the back-off");
         tokio::time::sleep(Duration::from_secs(4)).await;
         assert_eq!(runs.load(Ordering::SeqCst), 3, "runs at 0, 1 s and 3 s");
         stop.send(true).unwrap();

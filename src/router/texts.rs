@@ -291,15 +291,22 @@ pub fn waiting_for_worker(server: Option<&str>, reason: &str, wait: Duration) ->
 /// The connection to the chat's worker broke under a turn.
 pub fn worker_lost(worker: &str) -> String {
     format!(
-        "The connection to this chat's Codex worker {worker} was lost; your last request was \
-         interrupted - send it again (it waits for the worker if it is still down)."
+        "The connection to this chat's Codex worker {worker} was lost, so this turn was cut \
+         short (it is not run again: its commands may have had effects). Press continue (or \
+         send /continue) to have Codex go on; it waits for the worker if it is still down."
     )
 }
 
-/// The app-server died under a turn (or just before it).
+/// The app-server died under a request (it is restarted).
 pub fn process_lost() -> &'static str {
-    "Codex restarted; your last request was interrupted - send it again."
+    "Codex restarted while handling this, so it was not done. Send it again (the \
+     conversation continues where it was)."
 }
+
+/// The app-server died under a turn: cut short, offered Continue like a gateway crash.
+pub const CODEX_RESTARTED: &str = "Codex restarted while it worked on this, so its turn was \
+     cut short (it is not run again: its commands may have had effects). Press continue (or \
+     send /continue) to have Codex go on in the same thread.";
 
 /// Why this person may not run an admins' command here (`/login`, `/logout`), if they may not.
 pub fn admin_refusal(private: bool, admin: bool) -> Option<&'static str> {

@@ -463,14 +463,16 @@ impl Session {
             return Ok(folder.to_owned());
         }
         let path = self.workspace_folder()?;
-        server
-            .create_directory(&path)
-            .await
-            .map_err(|error| SessionError::Workspace {
-                path: path.clone(),
+        match server.create_directory(&path).await {
+            Ok(()) => Ok(path),
+            // Codex refused to make it: the folder is the trouble.
+            Err(error @ CodexError::Rpc { .. }) => Err(SessionError::Workspace {
+                path,
                 source: std::io::Error::other(error),
-            })?;
-        Ok(path)
+            }),
+            // Codex went away (or never answered): the message waits for it like any other.
+            Err(error) => Err(SessionError::Codex(error)),
+        }
     }
 
     /// The chat's folder under the workspace, absolute (Codex wants an absolute cwd).

@@ -193,8 +193,16 @@ async fn app_server_crash_mid_turn_is_reported_and_the_thread_continues() {
         .args(["-9", &server.pid().unwrap().to_string()])
         .status()
         .unwrap();
-    chat.notice("Codex restarted; your last request was interrupted")
+    // Cut short as by a gateway crash: a Continue button, not "send it again".
+    let offered = chat
+        .wait_for(|kind| match kind {
+            OutboundKind::Choices { text, command, .. } if text.contains("Codex restarted") => {
+                Some(*command)
+            }
+            _ => None,
+        })
         .await;
+    assert_eq!(offered, "continue");
 
     chat.ask(&app, "what was the word?").await;
     let request = env.model.request_for("what was the word?");

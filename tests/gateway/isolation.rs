@@ -1,8 +1,9 @@
 //! What a command run through Codex can read of the gateway: with `codex.run_as`, neither
 //! the token (environment, token file), nor the database with other chats' transcripts;
 //! and even as the gateway's own user, not its environment (it is non-dumpable).
-//! Switching users needs root: these tests run as root (as CI does) and are skipped
-//! otherwise, saying why.
+//! Switching users needs root: these tests are `#[ignore]`d, so a run without root
+//! reports them as not run; `scripts/test` includes them when it runs as root, as CI does
+//! (`.ci/run` refuses to run otherwise).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -19,13 +20,14 @@ const BOB: i64 = 1002;
 const TOKEN: &str = "4242:isolation-secret-token-AAHdqTcvCH1vGWJx";
 const BOBS_SECRET: &str = "zebra-orchid-91";
 
-/// Whether this test can run here; says why when it cannot.
-fn runs_as_root(what_needs_it: &str) -> bool {
+/// Why a test of this module is ignored where it cannot run.
+const NEEDS_ROOT: &str = "switches users: needs root (scripts/test runs it as root, as CI does)";
+
+/// A test marked `#[ignore = NEEDS_ROOT]` was asked for without root: it fails, never
+/// passes untried.
+fn require_root() {
     let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
-    if !root {
-        println!("skipped: {what_needs_it} needs root (CI runs as root)");
-    }
-    root
+    assert!(root, "this test {NEEDS_ROOT}");
 }
 
 /// `binary` copied into the test's folder, where the users these tests switch to can run
@@ -123,10 +125,9 @@ async fn probe_from_alices_chat(telegram: &FakeTelegram, probe: &str) -> String 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "switches users: needs root (scripts/test runs it as root, as CI does)"]
 async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
-    if !runs_as_root("switching Codex to another user") {
-        return;
-    }
+    require_root();
     const CODEX_UID: u32 = 64123;
     let env = TestEnv::new().await;
     hand_codex_folders_to(&env, CODEX_UID);
@@ -179,10 +180,9 @@ async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "switches users: needs root (scripts/test runs it as root, as CI does)"]
 async fn codex_as_the_gateways_user_cannot_read_its_environment() {
-    if !runs_as_root("running the gateway as a plain user") {
-        return;
-    }
+    require_root();
     const GATEWAY_UID: u32 = 64124;
     let env = TestEnv::new().await;
     chown_tree(env.dir.path(), GATEWAY_UID);
@@ -213,10 +213,9 @@ async fn codex_as_the_gateways_user_cannot_read_its_environment() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "switches users: needs root (scripts/test runs it as root, as CI does)"]
 async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
-    if !runs_as_root("running the gateway as a plain user") {
-        return;
-    }
+    require_root();
     let env = TestEnv::new().await;
     let codex_as = run_as(64123);
     // CODEX_HOME still belongs to root.
@@ -241,10 +240,9 @@ async fn run_as_without_the_means_or_with_foreign_folders_fails_clearly() {
 /// Codex another user. A stop is prompt, and ends the app-server and what its commands
 /// left running, though both belong to another user.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "switches users: needs root (scripts/test runs it as root, as CI does)"]
 async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftovers() {
-    if !runs_as_root("running the gateway as a plain user") {
-        return;
-    }
+    require_root();
     const GATEWAY_UID: u32 = 64126;
     const CODEX_UID: u32 = 64123;
     let env = TestEnv::new().await;

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::telegram::{
-    BOT_USERNAME, FakeTelegram, Fault, button_data, button_labels, visible_text,
+    BOT_USERNAME, FakeTelegram, Fault, LONE_SURROGATE, button_data, button_labels, visible_text,
 };
 use crate::support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 use codex_gateway::config::{ApprovalPolicy, Config};
@@ -672,5 +672,52 @@ async fn login_is_for_admins_in_direct_messages() {
     tg.dm(BOB, "/logout");
     tg.wait_for_text(BOB, |t| t.contains("Only the bot's admins"))
         .await;
+    gateway.stop().await;
+}
+
+/// An update the gateway cannot read as it came (a lone UTF-16 surrogate in its text,
+/// which no Rust string holds) neither stops the bot for everyone nor is lost: it arrives
+/// with a replacement character, and the messages around it are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_with_a_lone_surrogate_stops_nothing_and_is_answered() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "before");
+    tg.wait_for_text(ALICE, |t| t == "Echo: before").await;
+    tg.dm(ALICE, &format!("cut {LONE_SURROGATE} emoji"));
+    tg.wait_for_text(ALICE, |t| t == "Echo: cut \u{FFFD} emoji")
+        .await;
+    tg.dm(ALICE, "after");
+    tg.wait_for_text(ALICE, |t| t == "Echo: after").await;
+    gateway.stop().await;
+}
+
+/// Polls that keep failing (here 502s from a proxy in front of the Bot API) turn
+/// `/healthz` unhealthy, saying so; the first poll that goes through makes it healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polls_that_keep_failing_turn_health_unhealthy() {
+    let (_env, tg, mut config) = setup().await;
+    let port = crate::support::free_port();
+    config.server.listen = format!("127.0.0.1:{port}");
+    for _ in 0..4 {
+        tg.fail_next("getUpdates", Fault::server(502, "<html>Bad Gateway</html>"));
+    }
+    let gateway = Gateway::start(&config);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = crate::support::http_get_when_up(port, "/healthz").await;
+        if status == 503 && body.contains("telegram getUpdates keeps failing") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "health never said so: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tg.dm(ALICE, "through at last");
+    tg.wait_for_text(ALICE, |t| t == "Echo: through at last")
+        .await;
+    assert_eq!(crate::support::http_get(port, "/healthz").await.0, 200);
     gateway.stop().await;
 }

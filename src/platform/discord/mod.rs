@@ -117,7 +117,7 @@ pub async fn start(
     let (stop, stopped) = watch::channel(false);
     let (config, token) = (config.clone(), token.to_owned());
     let intake_task = tokio::spawn(async move {
-        keep_running("discord", health, stopped, |stopped| {
+        keep_running("discord", health, stopped, |stopped, _| {
             serve_gateway(&config, &token, intake.clone(), stopped)
         })
         .await;

@@ -6,6 +6,7 @@
 use reqwest::multipart::Form;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use teloxide::payloads::GetUpdates;
 use teloxide::prelude::Bot;
 use teloxide::requests::Payload;
 
@@ -76,6 +77,40 @@ impl BotApi {
     {
         let request = self.client.post(self.url(P::NAME)).json(payload);
         answer(request).await
+    }
+
+    /// One getUpdates long poll: each update of the batch as the JSON text Telegram sent,
+    /// read one by one by the caller. A lone UTF-16 surrogate, which serde_json refuses in
+    /// a string, is replaced first, so it cannot fail the whole batch.
+    pub(super) async fn get_updates(&self, payload: &GetUpdates) -> Result<Vec<String>, CallError> {
+        #[derive(serde::Deserialize)]
+        struct RawBatch<'a> {
+            ok: bool,
+            #[serde(borrow)]
+            result: Option<Vec<&'a serde_json::value::RawValue>>,
+        }
+        let request = self.client.post(self.url(GetUpdates::NAME)).json(payload);
+        let network = |error: reqwest::Error| CallError::Network(error.without_url());
+        let response = request.send().await.map_err(network)?;
+        let status = response.status().as_u16();
+        let body = response.bytes().await.map_err(network)?;
+        let text = String::from_utf8_lossy(&body);
+        let text = super::updates::repair_lone_surrogates(&text);
+        match serde_json::from_str::<RawBatch>(&text) {
+            Ok(RawBatch {
+                ok: true,
+                result: Some(updates),
+            }) if (200..300).contains(&status) => Ok(updates
+                .iter()
+                .map(|update| update.get().to_owned())
+                .collect()),
+            _ => Err(read::<serde::de::IgnoredAny>(status, text.as_bytes())
+                .err()
+                .unwrap_or_else(|| CallError::Unreadable {
+                    status,
+                    detail: snippet(text.as_bytes()),
+                })),
+        }
     }
 
     /// Calls `method` with a multipart form (a file upload).

@@ -6,22 +6,19 @@
 
 mod api;
 mod attachments;
+mod buttons;
 mod delivery;
 mod inbound;
 mod inbox;
+mod updates;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use teloxide::payloads::{
-    AnswerCallbackQuerySetters, EditMessageCaptionSetters, EditMessageTextSetters,
-    GetUpdatesSetters,
-};
+use teloxide::RequestError;
+use teloxide::payloads::{GetUpdates, GetUpdatesSetters};
 use teloxide::prelude::{Bot, Requester};
-use teloxide::types::{
-    AllowedUpdate, BotCommand, CallbackQuery, ChatId, Message, Update, UpdateKind, User,
-};
-use teloxide::{ApiError, RequestError};
+use teloxide::types::{AllowedUpdate, BotCommand, ChatId, Message, Update, UpdateKind, User};
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, error, info, warn};
 
@@ -30,14 +27,12 @@ use crate::commands;
 use crate::config::{self, TelegramConfig};
 use crate::inbox::Inbox;
 use crate::platform;
-use crate::platform::approvals::{self, Pressed, Presser};
-use crate::platform::choices;
 use crate::platform::delivery::Pace;
-use crate::platform::intake::{IntakeHealth, keep_running};
+use crate::platform::intake::{IntakeHealth, IntakeState, keep_running};
 use crate::platform::refusals::Refusals;
 use crate::platform::texts;
 use crate::router::Router;
-use chat::{Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
+use chat::{Attachment, Inbound, Outbox, Platform, Ticket};
 use inbound::Origin;
 
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +67,7 @@ struct Shared {
     /// The same bot for delivery's calls, whose failures keep their HTTP status.
     api: api::BotApi,
     /// For getUpdates only: its client waits longer than the poll timeout.
-    poll_bot: Bot,
+    poll_api: api::BotApi,
     /// For file downloads: its client waits as long as a 20 MB download may take.
     file_bot: Bot,
     config: TelegramConfig,
@@ -104,7 +99,7 @@ pub async fn start(
     let shared = Arc::new(Shared {
         bot,
         api,
-        poll_bot,
+        poll_api: api::BotApi::of(&poll_bot),
         file_bot,
         config: config.clone(),
         username,
@@ -131,15 +126,21 @@ pub async fn start(
     // Messages accepted before the last stop and not yet handled go first, in order.
     inbox::replay(&shared, &router, &inbox, &outbox).await;
     router.attach_jobs(Platform::Telegram, outbox.clone(), true);
-    let intake = tokio::spawn(keep_running("telegram", health, stopped, move |stopped| {
-        poll(
-            shared.clone(),
-            router.clone(),
-            inbox.clone(),
-            outbox.clone(),
-            stopped,
-        )
-    }));
+    let intake = tokio::spawn(keep_running(
+        "telegram",
+        health,
+        stopped,
+        move |stopped, state| {
+            poll(
+                shared.clone(),
+                router.clone(),
+                inbox.clone(),
+                outbox.clone(),
+                stopped,
+                state,
+            )
+        },
+    ));
     Ok(PlatformHandle::new("telegram", stop, intake, delivery))
 }
 
@@ -204,6 +205,7 @@ async fn poll(
     inbox: Inbox,
     outbox: Outbox,
     mut stopped: watch::Receiver<bool>,
+    state: IntakeState,
 ) {
     let mut offset = match inbox.next_offset(Platform::Telegram).await {
         Ok(offset) => offset.unwrap_or(0),
@@ -214,9 +216,7 @@ async fn poll(
     };
     let mut failures = 0u32;
     loop {
-        let request = shared
-            .poll_bot
-            .get_updates()
+        let request = GetUpdates::new()
             .offset(offset as i32)
             .timeout(shared.config.poll_timeout_secs)
             .allowed_updates([
@@ -225,27 +225,37 @@ async fn poll(
                 AllowedUpdate::CallbackQuery,
             ]);
         let result = tokio::select! {
-            result = request => result,
+            result = shared.poll_api.get_updates(&request) => result,
             _ = stopped.changed() => return,
         };
         let wait = match result {
-            Ok(updates) => {
+            Ok(values) => {
                 failures = 0;
-                let Some(last) = updates.last() else { continue };
-                offset = i64::from(last.id.0) + 1;
+                state.up();
+                let batch = updates::read_batch(values);
+                let Some(next_offset) = batch.next_offset else {
+                    continue;
+                };
+                offset = next_offset;
                 // The batch's messages and the offset past them, in one write, before
                 // handling: none is lost to a crash and none is handled twice.
-                let handling = inbox::accept(&shared, &inbox, &updates, offset).await;
-                for (update, handling) in updates.into_iter().zip(handling) {
+                let handling = inbox::accept(&shared, &inbox, &batch.updates, offset).await;
+                for (update, handling) in batch.updates.into_iter().zip(handling) {
                     if let inbox::Handling::Handle(ticket) = handling {
                         handle_update(&shared, &router, &outbox, update, ticket).await;
                     }
                 }
                 continue;
             }
-            Err(RequestError::RetryAfter(seconds)) => seconds.duration(),
+            Err(api::CallError::Refused {
+                retry_after: Some(seconds),
+                ..
+            }) => Duration::from_secs(seconds.into()),
             Err(error) => {
                 failures += 1;
+                if failures >= FAILING_POLLS {
+                    state.down(POLLING_FAILS);
+                }
                 let wait = poll_backoff(failures);
                 warn!(%error, failures, ?wait, "telegram: getUpdates failed; retrying");
                 wait
@@ -257,6 +267,11 @@ async fn poll(
         }
     }
 }
+
+/// Failed polls in a row after which `/healthz` says the intake is failing (a passing
+/// network error should not page anyone; a token revoked or another poller should).
+const FAILING_POLLS: u32 = 3;
+const POLLING_FAILS: &str = "getUpdates keeps failing (see the log)";
 
 /// The pause after `failures` failed polls in a row: 1 s, doubling, at most 32 s. A
 /// successful poll starts the count again.
@@ -277,7 +292,7 @@ async fn handle_update(
         UpdateKind::EditedMessage(_) => debug!("telegram: ignoring an edited message"),
         UpdateKind::CallbackQuery(query) => {
             // Answering waits for the chat's actor; the update loop must not.
-            tokio::spawn(on_button(
+            tokio::spawn(buttons::on_button(
                 shared.clone(),
                 router.clone(),
                 outbox.clone(),
@@ -436,127 +451,6 @@ fn refuse(shared: &Shared, target: Target, user_id: u64) {
 
 fn refusal(user_id: u64) -> String {
     texts::stranger_refusal("Telegram", "telegram.allowed_users", user_id)
-}
-
-/// A choice button (its presser sends the command it stands for, in the button's chat),
-/// or an approval button: only allowed users decide; the prompt then shows who decided.
-async fn on_button(shared: Arc<Shared>, router: Router, outbox: Outbox, query: CallbackQuery) {
-    if let Some(text) = query.data.as_deref().and_then(choices::pressed) {
-        return on_choice(&shared, &router, &outbox, &query, &text).await;
-    }
-    let name = query.from.full_name();
-    let presser = Presser {
-        id: query.from.id.0,
-        name: &name,
-        allowed: shared
-            .config
-            .allowed_users
-            .contains(&(query.from.id.0 as i64)),
-    };
-    let data = query.data.as_deref().unwrap_or_default();
-    let message = query.message.as_ref().and_then(|m| m.regular_message());
-    // A press is decided only in the chat its prompt was asked in.
-    let place = ChatKey::new(
-        Platform::Telegram,
-        message.map_or_else(String::new, |m| m.chat.id.0.to_string()),
-    );
-    let (toast, alert, verdict) = match approvals::press(&router, &place, data, presser).await {
-        Pressed::Unknown(text) => (text, false, None),
-        Pressed::Refused(text) => (text, true, None),
-        Pressed::Settled(verdict) => (verdict.clone(), false, Some(verdict)),
-    };
-    let answer = shared
-        .bot
-        .answer_callback_query(query.id.clone())
-        .text(toast)
-        .show_alert(alert);
-    if let Err(error) = answer.await {
-        warn!(%error, "telegram: could not answer a button press");
-    }
-    let Some(verdict) = verdict else { return };
-    if let Some(message) = message {
-        settle_prompt(&shared.bot, message, &verdict).await;
-    }
-}
-
-async fn on_choice(
-    shared: &Shared,
-    router: &Router,
-    outbox: &Outbox,
-    query: &CallbackQuery,
-    text: &str,
-) {
-    let message = query.message.as_ref().and_then(|m| m.regular_message());
-    let from = &query.from;
-    let allowed = message.is_some_and(|m| is_allowed(&shared.config, from.id.0, m.chat.id));
-    // The answer ends the button's spinner; what the command says comes as a message. A
-    // stranger is told why nothing happens, as an alert only they see.
-    let mut answer = shared.bot.answer_callback_query(query.id.clone());
-    if !allowed {
-        warn!(
-            user_id = from.id.0,
-            "telegram: refused a button press from a user who is not allowed"
-        );
-        answer = answer.text(refusal(from.id.0)).show_alert(true);
-    }
-    if let Err(error) = answer.await {
-        warn!(%error, "telegram: could not answer a button press");
-    }
-    let Some(message) = message.filter(|_| allowed) else {
-        return;
-    };
-    let target = Target {
-        chat_id: message.chat.id,
-        topic: message.thread_id.filter(|_| message.is_topic_message),
-    };
-    dispatch(
-        shared,
-        router,
-        outbox,
-        from,
-        target,
-        message.chat.is_private(),
-        Sent {
-            text,
-            files: Vec::new(),
-            ticket: None,
-        },
-    );
-}
-
-/// Adds who decided under the prompt, its formatting kept (the verdict is appended, so
-/// the entities stay valid), and removes the buttons (an edit without a keyboard does).
-/// A prompt that already ends with the verdict (a second press) is left as it is.
-async fn settle_prompt(bot: &Bot, message: &Message, verdict: &str) {
-    let (chat, id) = (message.chat.id, message.id);
-    let edited = match (message.text(), message.caption()) {
-        (Some(text), _) => {
-            let Some(text) = approvals::with_verdict(text, verdict) else {
-                return;
-            };
-            let entities = message.entities().unwrap_or_default().to_vec();
-            bot.edit_message_text(chat, id, text)
-                .entities(entities)
-                .await
-                .map(drop)
-        }
-        (None, Some(caption)) => {
-            let Some(caption) = approvals::with_verdict(caption, verdict) else {
-                return;
-            };
-            let entities = message.caption_entities().unwrap_or_default().to_vec();
-            bot.edit_message_caption(chat, id)
-                .caption(caption)
-                .caption_entities(entities)
-                .await
-                .map(drop)
-        }
-        (None, None) => return,
-    };
-    match edited {
-        Ok(()) | Err(RequestError::Api(ApiError::MessageNotModified)) => {}
-        Err(error) => warn!(%error, "telegram: could not update the approval prompt"),
-    }
 }
 
 #[cfg(test)]

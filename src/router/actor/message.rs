@@ -7,9 +7,9 @@ use crate::commands::{self, Input};
 use crate::router::replies::Replies;
 use crate::router::texts;
 use crate::router::turn::{TurnEnd, TurnOutcome};
-use crate::session::{ChatRow, Prompt, TurnRequest};
+use crate::session::{ChatRow, Prompt, SessionError, TurnRequest};
 use chat::{Inbound, OutboundKind, Step};
-use codex::TurnStatus;
+use codex::{CodexError, TurnStatus};
 
 impl Actor {
     /// What a message gives Codex: its text, or its files with their caption. `None` when
@@ -56,6 +56,15 @@ impl Actor {
             return;
         }
         let started = match self.session.start_turn(request).await {
+            // The app-server went away as the message came: the message waits for its
+            // restart and runs, rather than being refused.
+            Err(SessionError::Codex(CodexError::ProcessExited)) => {
+                warn!(chat = %self.chat, "Codex went away as the message came; running it on the restarted one");
+                self.session.start_turn(request).await
+            }
+            started => started,
+        };
+        let started = match started {
             Ok(started) => started,
             Err(error) => return self.report(replies, &error),
         };
@@ -209,11 +218,13 @@ impl Actor {
             warn!(chat = %self.chat, thread_id, "codex process died during the turn");
             self.ctx.metrics.error("codex_process_exited");
             self.session.lose_live_thread();
+            // Cut short as by a gateway crash: not run again by itself (its commands may
+            // have had effects), with a Continue button.
             match self.session.server_name().await {
                 Some(worker) if worker != codex::LOCAL => {
-                    replies.notice(texts::worker_lost(&worker))
+                    replies.offer_continue(&texts::worker_lost(&worker))
                 }
-                _ => replies.notice(texts::process_lost()),
+                _ => replies.offer_continue(texts::CODEX_RESTARTED),
             }
         } else {
             warn!(chat = %self.chat, thread_id, "turn not closed after interrupt; detaching");

@@ -21,6 +21,8 @@ use tokio::sync::Notify;
 
 pub const BOT_ID: i64 = 4242;
 pub const BOT_USERNAME: &str = "codex_test_bot";
+/// In a text the fake sends, stands for a lone UTF-16 surrogate (`\ud83d`, half an emoji).
+pub const LONE_SURROGATE: &str = "<lone-surrogate>";
 
 /// One Bot API call the gateway made.
 #[derive(Debug, Clone)]
@@ -602,7 +604,12 @@ async fn handle(
         }
         "getupdates" => {
             let result = updates(&inner, &body).await;
-            return axum::Json(json!({"ok": true, "result": result})).into_response();
+            // Telegram sends a message's text as UTF-16 escapes when it must: a lone
+            // surrogate (a cut emoji) comes through as one, which no Rust string holds.
+            let body = json!({"ok": true, "result": result}).to_string();
+            let body = body.replace(LONE_SURROGATE, "\\ud83d");
+            let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+            return (json, body).into_response();
         }
         "getwebhookinfo" => {
             json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})
