@@ -16,6 +16,7 @@ both_platforms!(
     get_sends_a_file_from_the_chats_folder_only,
     approvals_by_button_and_only_by_the_allowed,
     an_approval_button_from_before_a_restart_decides_nothing,
+    a_codex_crash_cuts_a_turn_short_and_loses_no_message,
 );
 
 async fn setup<P: FakePlatform>() -> (TestEnv, P, codex_gateway::config::Config) {
@@ -202,6 +203,55 @@ async fn an_approval_button_from_before_a_restart_decides_nothing<P: FakePlatfor
         .await;
     gateway.stop().await;
     assert!(!env.workspace().join("old.txt").exists());
+}
+
+/// Codex dies under a turn, and again as a message comes: the turn is offered Continue
+/// (as after a gateway crash, never "send it again"), the message waits for the restarted
+/// Codex and is answered, and the thread keeps its context throughout.
+async fn a_codex_crash_cuts_a_turn_short_and_loses_no_message<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    let gateway = platform.gateway(&config).await;
+    platform.send("remember the word osprey");
+    platform
+        .said(|t| t == "Echo: remember the word osprey")
+        .await;
+    platform.send("slow: a story cut short");
+    env.model_asked("slow: a story cut short").await;
+    let first = env.kill_codex();
+    let (offer, _) = platform
+        .said(|t| t.starts_with("Codex restarted while it worked"))
+        .await;
+    let labels: Vec<String> = platform
+        .buttons(offer)
+        .into_iter()
+        .map(|b| b.label)
+        .collect();
+    assert_eq!(labels, ["continue"], "{}", P::NAME);
+
+    // The restarted Codex dies again just as the next message comes.
+    let deadline = std::time::Instant::now() + crate::support::ANSWER_TIMEOUT;
+    while env.codex_processes().iter().all(|pid| first.contains(pid)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Codex was not restarted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    env.kill_codex();
+    platform.send("what was the word?");
+    platform.said(|t| t == "Echo: what was the word?").await;
+    gateway.stop().await;
+    let request = env.model.request_for("what was the word?");
+    assert!(
+        request.text().contains("osprey"),
+        "context lost on {}",
+        P::NAME
+    );
+    let said = platform.messages();
+    assert!(
+        !said.iter().any(|(_, t)| t.contains("working directory")),
+        "a crash read as a folder error: {said:?}"
+    );
 }
 
 fn button(buttons: &[Button], label: &str) -> Button {

@@ -3,11 +3,9 @@
 //! (`/new`, `/stop`, `/model`, `/get`, `/login`, `/logout` and the schedules have their
 //! stories elsewhere: `both_platforms`, `commands`, `controls`, `schedule`.)
 
-use std::time::{Duration, Instant};
-
 use crate::both_platforms;
+use crate::support::TestEnv;
 use crate::support::platform::{FakePlatform, said_times};
-use crate::support::{ANSWER_TIMEOUT, TestEnv};
 
 both_platforms!(
     name_status_usage_and_threads_show_the_chats_thread,
@@ -18,23 +16,6 @@ both_platforms!(
     review_posts_codex_findings_like_a_reply,
     a_question_is_answered_with_its_number,
 );
-
-/// Waits until the model has been asked `text`: the turn that carries it runs.
-async fn model_asked(env: &TestEnv, text: &str) {
-    let deadline = Instant::now() + ANSWER_TIMEOUT;
-    while !env
-        .model
-        .requests()
-        .iter()
-        .any(|r| r.last_human_text() == text)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the model was never asked {text:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 async fn setup<P: FakePlatform>(env: &TestEnv) -> (P, codex_gateway::config::Config) {
     std::fs::write(env.workspace().join("notes.txt"), "ibis-77").unwrap();
@@ -191,7 +172,7 @@ async fn queue_and_steer_decide_what_a_message_during_a_turn_does<P: FakePlatfor
         .said(|t| t.contains("waits and runs as the next turn"))
         .await;
     platform.send("run: sleep 2; echo queued-turn");
-    model_asked(&env, "run: sleep 2; echo queued-turn").await;
+    env.model_asked("run: sleep 2; echo queued-turn").await;
     platform.send("after the sleep");
     platform.said(|t| t.starts_with("Queued")).await;
     platform.said(|t| t == "Tool said: queued-turn").await;
@@ -202,7 +183,7 @@ async fn queue_and_steer_decide_what_a_message_during_a_turn_does<P: FakePlatfor
         .said(|t| t.contains("joins the running turn"))
         .await;
     platform.send("run: sleep 2; echo steered-turn");
-    model_asked(&env, "run: sleep 2; echo steered-turn").await;
+    env.model_asked("run: sleep 2; echo steered-turn").await;
     platform.send("also this");
     platform
         .said(|t| t.starts_with("Added to the running turn"))

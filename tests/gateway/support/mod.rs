@@ -160,6 +160,34 @@ impl TestEnv {
 
     /// Running processes whose CODEX_HOME is this environment's: the app-servers started
     /// for it (by the test or by a gateway binary it ran).
+    /// Waits until the model has been asked `text`: the turn that carries it runs.
+    pub async fn model_asked(&self, text: &str) {
+        let deadline = std::time::Instant::now() + ANSWER_TIMEOUT;
+        while !self
+            .model
+            .requests()
+            .iter()
+            .any(|r| r.last_human_text() == text)
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the model was never asked {text:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// SIGKILLs this environment's app-servers; returns their pids.
+    pub fn kill_codex(&self) -> Vec<u32> {
+        let pids = self.codex_processes();
+        for pid in &pids {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+        pids
+    }
+
     pub fn codex_processes(&self) -> Vec<u32> {
         let marker = format!("CODEX_HOME={}", self.codex_home().display());
         std::fs::read_dir("/proc")
