@@ -76,6 +76,8 @@ pub(super) struct TurnOutcome {
     pub timed_out: bool,
     /// The account's usage limit stopped it.
     pub usage_limited: bool,
+    /// When the limit lifts, as Codex's message named it (its windows may say too).
+    pub limit_resets_at: Option<i64>,
     /// How long the turn ran (the actor's clock).
     pub elapsed: Duration,
 }
@@ -91,6 +93,7 @@ impl TurnOutcome {
             compacted: false,
             timed_out: false,
             usage_limited: false,
+            limit_resets_at: None,
             elapsed: Duration::ZERO,
         }
     }
@@ -147,6 +150,7 @@ impl TurnTracker {
                 compacted: false,
                 timed_out: false,
                 usage_limited: false,
+                limit_resets_at: None,
                 elapsed: Duration::ZERO,
             },
             finished: false,
@@ -290,8 +294,9 @@ impl TurnTracker {
                 message,
                 will_retry: true,
             } => return self.show_trouble(texts::trouble(&message)),
-            Notification::UsageLimitReached { turn_id } if self.is_ours(&turn_id) => {
+            Notification::UsageLimitReached { turn_id, resets_at } if self.is_ours(&turn_id) => {
                 self.outcome.usage_limited = true;
+                self.outcome.limit_resets_at = resets_at;
             }
             Notification::ModelRerouted { turn_id, to_model } if self.is_ours(&turn_id) => {
                 return self.show_trouble(texts::rerouted(&to_model));

@@ -14,23 +14,50 @@ use crate::support::{Gateway, TestEnv};
 const ALICE: i64 = 1001;
 const LIMIT_NOTICE: &str = "Codex's 5-hour limit is used up; it resets at ";
 
-/// "limited N: …" is refused once by the usage limit, which resets in N seconds; after
-/// that (and anything else) the default brain answers.
+/// "limited N: …" is refused once by the usage limit, which resets in N seconds
+/// ("unheaded N: …" likewise, the reset only in the 429's body); after that (and anything
+/// else) the default brain answers.
 fn limited_brain() -> Brain {
     let fallback = default_brain();
     let refused: Mutex<HashSet<String>> = Mutex::default();
     Arc::new(move |request: &ModelRequest| {
         let text = request.last_human_text();
-        let seconds = text
-            .strip_prefix("limited ")
-            .and_then(|rest| rest.split(':').next()?.parse().ok());
+        let (headers, rest) = match text.strip_prefix("limited ") {
+            Some(rest) => (true, Some(rest)),
+            None => (false, text.strip_prefix("unheaded ")),
+        };
+        let seconds = rest.and_then(|rest| rest.split(':').next()?.parse().ok());
         match seconds {
             Some(seconds) if refused.lock().unwrap().insert(text.clone()) => Reply::UsageLimit {
                 resets_in: Duration::from_secs(seconds),
+                headers,
             },
             _ => fallback(request),
         }
     })
+}
+
+/// A 429 whose reset is named only in its body (no rate-limit headers, so Codex reports
+/// no window): the chat is told the time Codex named in its message (measured:
+/// "… try again at 7:57 AM.", the app-server's local time), not "it did not say".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_named_only_in_the_body_is_told() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "unheaded 7380: a long wait");
+    let (_, notice) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("Codex's usage limit is used up"))
+        .await;
+    // Codex names the minute (cut): the limit lifts by its end, 2 h 3 to 4 min away.
+    let when = [", in 2 h 3 min", ", in 2 h 4 min"];
+    assert!(
+        notice.contains("; it resets at ") && when.iter().any(|w| notice.contains(w)),
+        "{notice}"
+    );
+    tg.dm(ALICE, "/stop");
+    tg.wait_for_text(ALICE, |t| t.starts_with("Cancelled: the message"))
+        .await;
+    gateway.stop().await;
 }
 
 async fn setup() -> (TestEnv, FakeTelegram, codex_gateway::config::Config) {

@@ -17,6 +17,7 @@ mod spawn;
 mod supervisor;
 mod threads;
 mod unread;
+mod usage;
 mod wire;
 mod workers;
 
@@ -42,4 +43,5 @@ pub use spawn::{HealthCheck, SpawnSpec};
 pub use supervisor::{Codex, LOCAL, ServerState, Starting};
 pub use threads::{LastTurn, ThreadPage, ThreadSummary, TurnState};
 pub use unread::UnreadLog;
+pub use usage::{limit_resets_at, limit_resets_at_here};
 pub use wire::ThreadEvent;

@@ -271,9 +271,11 @@ pub enum Notification {
         will_retry: bool,
     },
     /// The account's usage limit stopped the turn (an `error` whose `codexErrorInfo` is
-    /// `usageLimitExceeded`; the turn then completes as failed).
+    /// `usageLimitExceeded`; the turn then completes as failed). `resets_at` (unix
+    /// seconds) is the time its message names, read in this machine's zone.
     UsageLimitReached {
         turn_id: String,
+        resets_at: Option<i64>,
     },
     /// Codex answers this turn with another model.
     ModelRerouted {
@@ -368,7 +370,11 @@ impl Notification {
                     .map(Notification::TokenUsage)
             }
             "error" if error_info(params) == Some("usageLimitExceeded") => {
-                Some(Notification::UsageLimitReached { turn_id: turn_id() })
+                let message = params.pointer("/error/message").and_then(Value::as_str);
+                Some(Notification::UsageLimitReached {
+                    turn_id: turn_id(),
+                    resets_at: message.and_then(super::usage::limit_resets_at_here),
+                })
             }
             "error" => Some(Notification::Error {
                 message: params
@@ -524,7 +530,10 @@ mod tests {
         assert_eq!(
             Notification::parse("error", &params),
             Some(Notification::UsageLimitReached {
-                turn_id: "u1".into()
+                turn_id: "u1".into(),
+                resets_at: super::super::usage::limit_resets_at_here(
+                    "You’ve hit your usage limit. … try again at 4:22 AM."
+                ),
             })
         );
         let other =

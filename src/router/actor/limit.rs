@@ -51,7 +51,10 @@ impl Actor {
     pub(super) async fn limit_reached(&mut self, replies: &Replies<'_>, outcome: &TurnOutcome) {
         let now = unix_now();
         let limits = self.session.known_rate_limits();
-        let (window_mins, resets_at) = used_up(limits.as_ref(), now);
+        let (window_mins, reported) = used_up(limits.as_ref(), now);
+        // Codex's windows say when, if its rate-limit headers came; else its message does.
+        let named = outcome.limit_resets_at.filter(|at| *at > now);
+        let resets_at = reported.or(named);
         let retry_at = resets_at.unwrap_or(now + UNREPORTED_RESET_RETRY_SECS);
         warn!(chat = %self.chat, ?resets_at, retry_at, "the account's usage limit stopped a turn");
         self.ctx.metrics.error("usage_limit");

@@ -117,9 +117,12 @@ pub enum Reply {
     /// `model_not_found`.
     NoSuchModel,
     /// The account's usage limit, as ChatGPT's backend answers: 429 with
-    /// `usage_limit_reached`, and the 5-hour window at 100 % resetting in `resets_in`.
+    /// `usage_limit_reached` resetting in `resets_in`, and (with `headers`) the rate-limit
+    /// headers saying the 5-hour window is at 100 %. Without them the reset is only in
+    /// the body (`resets_at`), as Codex's own tests send it.
     UsageLimit {
         resets_in: Duration,
+        headers: bool,
     },
     /// Several output items in one response, as a real model's round: commentary,
     /// then the tool calls that follow it.
@@ -316,7 +319,7 @@ async fn respond(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) 
             let body = json!({"error": {"message": format!("fake model failure {status}"), "type": "server_error"}});
             return (status, axum::Json(body)).into_response();
         }
-        Reply::UsageLimit { resets_in } => return usage_limit(resets_in),
+        Reply::UsageLimit { resets_in, headers } => return usage_limit(resets_in, headers),
         Reply::NoSuchModel => {
             let message =
                 format!("The model `{model}` does not exist or you do not have access to it.");
@@ -490,8 +493,9 @@ fn async_stream(
     tokio_stream::wrappers::ReceiverStream::new(rx)
 }
 
-/// A 429 `usage_limit_reached`, with the rate-limit headers Codex reads its windows from.
-fn usage_limit(resets_in: Duration) -> Response {
+/// A 429 `usage_limit_reached`; with `headers`, the rate-limit headers Codex reads its
+/// windows from.
+fn usage_limit(resets_in: Duration, with_headers: bool) -> Response {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let resets_at = (now + resets_in).as_secs();
     let body = json!({"error": {"type": "usage_limit_reached",
@@ -503,7 +507,7 @@ fn usage_limit(resets_in: Duration) -> Response {
         ("x-codex-primary-reset-at", resets_at.to_string()),
     ];
     let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
-    for (name, value) in headers {
+    for (name, value) in headers.into_iter().filter(|_| with_headers) {
         response.headers_mut().insert(name, value.parse().unwrap());
     }
     response
