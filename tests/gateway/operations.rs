@@ -290,6 +290,32 @@ async fn sigterm_with_codex_hung_exits_within_the_bound() {
     );
 }
 
+/// An app-server that never answers `initialize` (it hangs at start).
+const MUTE_APP_SERVER: &str = "#!/usr/bin/env bash\nexec sleep 3600\n";
+
+/// SIGTERM while Codex hangs at start (its `initialize` unanswered): the gateway exits
+/// within the stop grace, as compose's `stop_grace_period` expects, not after the 60 s a
+/// request may take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_while_codex_hangs_at_start_exits_within_the_grace() {
+    let env = TestEnv::new().await;
+    let telegram = FakeTelegram::start().await;
+    let port = free_port();
+    let script = fake_app_server(&env, "mute-app-server", MUTE_APP_SERVER);
+    let mut envs = telegram_env(&telegram, port);
+    envs.push(("CODEX_GATEWAY__CODEX__BINARY", script.display().to_string()));
+    let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
+    // Serving (its endpoint answers: not yet healthy) while Codex is still starting.
+    let (status, _) = crate::support::http_get_when_up(port, "/healthz").await;
+    assert_eq!(status, 503, "healthy with a Codex that never started");
+    let signalled = Instant::now();
+    terminate(&child);
+    let (status, stderr) = wait_exit(child).await;
+    let took = signalled.elapsed();
+    assert!(status.success(), "exit {status}: {stderr}");
+    assert!(took < Duration::from_secs(6), "took {took:?} with a 1 s grace");
+}
+
 /// The Bot API puts the token in every URL, and a proxy in front of it may echo the URL
 /// back (Express answers 404 with "Cannot POST <path>"): whatever `api_url` looks like,
 /// the token never reaches the log, at DEBUG either.

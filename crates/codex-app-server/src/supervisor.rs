@@ -5,10 +5,10 @@
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Mutex, oneshot};
+use tokio::sync::{Mutex, oneshot, watch};
 use tracing::{error, warn};
 
 use super::error::CodexError;
@@ -89,7 +89,9 @@ struct Inner {
     /// The slot's process as of its last start, read without waiting on `slot` (which a
     /// restart holds through its back-off): health and metrics never block.
     current: std::sync::Mutex<Option<AppServer>>,
-    shutting_down: AtomicBool,
+    /// Raised at shutdown: a start under way (its back-off, or an `initialize` Codex never
+    /// answers) is given up at once, so a stop is never held by a hung start.
+    stopping: watch::Sender<bool>,
     restarts: AtomicU64,
     /// Processes killed for not answering the health check.
     wedged: AtomicU64,
@@ -116,7 +118,7 @@ impl Codex {
                     spec: spec.clone(),
                     slot: Mutex::new(Slot::default()),
                     current: std::sync::Mutex::new(None),
-                    shutting_down: AtomicBool::new(false),
+                    stopping: watch::Sender::new(false),
                     restarts: AtomicU64::new(0),
                     wedged: AtomicU64::new(0),
                 }),
@@ -310,7 +312,7 @@ impl Supervised {
         if let Some(server) = slot.server.as_ref().filter(|s| s.is_alive()) {
             return Ok(server.clone());
         }
-        if self.inner.shutting_down.load(Ordering::SeqCst) {
+        if *self.inner.stopping.borrow() {
             return Err(CodexError::ProcessExited);
         }
         if let Some(started) = slot.started_at.take() {
@@ -321,8 +323,18 @@ impl Supervised {
                 slot.failures += 1;
             }
         }
-        tokio::time::sleep(backoff(slot.failures)).await;
-        match AppServer::spawn(&self.inner.spec).await {
+        let pause = backoff(slot.failures);
+        let start = async {
+            tokio::time::sleep(pause).await;
+            AppServer::spawn(&self.inner.spec).await
+        };
+        let mut stopping = self.inner.stopping.subscribe();
+        // Dropping a start kills its process (`kill_on_drop`).
+        let started = tokio::select! {
+            started = start => started,
+            _ = stopping.wait_for(|stop| *stop) => return Err(CodexError::ProcessExited),
+        };
+        match started {
             Ok(server) => {
                 slot.server = Some(server.clone());
                 slot.started_at = Some(Instant::now());
@@ -338,7 +350,7 @@ impl Supervised {
     }
 
     async fn shutdown(&self) {
-        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        self.inner.stopping.send_replace(true);
         let server = self.inner.slot.lock().await.server.take();
         self.inner.current.lock().expect("lock").take();
         if let Some(server) = server {
@@ -365,14 +377,14 @@ impl Supervised {
             if until_dead_or_wedged(&server, self.inner.spec.health_check).await {
                 self.inner.wedged.fetch_add(1, Ordering::Relaxed);
             }
-            if self.inner.shutting_down.load(Ordering::SeqCst) {
+            if *self.inner.stopping.borrow() {
                 return;
             }
             warn!(pid = ?server.pid(), "codex app-server died; restarting it");
             server = loop {
                 match self.server().await {
                     Ok(server) => break server,
-                    Err(_) if self.inner.shutting_down.load(Ordering::SeqCst) => return,
+                    Err(_) if *self.inner.stopping.borrow() => return,
                     Err(e) => error!(error = %e, "codex app-server restart failed; retrying"),
                 }
             };
