@@ -150,6 +150,8 @@ pub struct CodexConfig {
     pub max_turn_secs: Option<u64>,
     /// How long one JSON-RPC request (not a turn) may take before it counts as failed.
     pub request_timeout_secs: u64,
+    /// Codex's own log level (its `RUST_LOG`), never the gateway's.
+    pub log_level: String,
     /// How often each app-server is asked a cheap question; one that does not answer within
     /// `health_check_timeout_secs` counts as wedged and is restarted.
     pub health_check_secs: u64,
@@ -185,6 +187,7 @@ impl Default for CodexConfig {
             turn_timeout_secs: 30 * 60,
             max_turn_secs: None,
             request_timeout_secs: 60,
+            log_level: "warn".into(),
             health_check_secs: 30,
             health_check_timeout_secs: 10,
             processes: 1,

@@ -186,6 +186,7 @@ pub fn spawn_spec(config: &Config) -> Result<SpawnSpec, RunAsError> {
         request_timeout: request_timeout(config),
         health_check: health_check(config),
         unread: UnreadLog::default(),
+        log_level: config.codex.log_level.clone(),
     })
 }
 

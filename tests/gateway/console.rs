@@ -212,6 +212,53 @@ async fn broken_setups_fail_with_a_clear_message() {
     assert!(env.model.requests().is_empty());
 }
 
+/// Codex's own reason for not starting is in the error at the default log level, the
+/// gateway's secrets replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_says_why_it_did_not_start() {
+    let env = TestEnv::new().await;
+    let config = env.config_file("");
+    let config = config.to_str().unwrap();
+    let home_file = env.dir.path().join("home-is-a-file");
+    std::fs::write(&home_file, "").unwrap();
+    let secret = "sk-test-secret-4711";
+    let leaky = env.dir.path().join("leaky-codex");
+    std::fs::write(
+        &leaky,
+        format!("#!/bin/sh\necho \"Error: key {secret} was refused\" >&2\nexit 1\n"),
+    )
+    .unwrap();
+    let executable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(&leaky, executable).unwrap();
+    let cases = [
+        (
+            vec![("CODEX_GATEWAY__CODEX__HOME", home_file.to_str().unwrap())],
+            "Codex said: ",
+            "but that path is not a directory",
+        ),
+        (
+            vec![
+                ("CODEX_GATEWAY__CODEX__BINARY", leaky.to_str().unwrap()),
+                ("CODEX_GATEWAY_TRANSCRIPTION_KEY", secret),
+            ],
+            "Codex said: Error: key *** was refused",
+            "initialize failed",
+        ),
+    ];
+    for (envs, said, why) in cases {
+        let output = gateway(&["check-config", "--config", config], b"", &envs);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{envs:?}: {stderr}");
+        assert!(stderr.contains(said), "{envs:?}: {stderr}");
+        assert!(stderr.contains(why), "{envs:?}: {stderr}");
+        assert!(!stderr.contains(secret), "a secret in the error: {stderr}");
+        assert!(
+            !stderr.contains("<unknown>"),
+            "a backtrace in the error: {stderr}"
+        );
+    }
+}
+
 /// CODEX_HOME/config.toml of a fresh install: the default OpenAI provider, no login.
 const DEFAULT_PROVIDER: &str = r#"check_for_update_on_startup = false
 [analytics]

@@ -313,7 +313,10 @@ async fn sigterm_while_codex_hangs_at_start_exits_within_the_grace() {
     let (status, stderr) = wait_exit(child).await;
     let took = signalled.elapsed();
     assert!(status.success(), "exit {status}: {stderr}");
-    assert!(took < Duration::from_secs(6), "took {took:?} with a 1 s grace");
+    assert!(
+        took < Duration::from_secs(6),
+        "took {took:?} with a 1 s grace"
+    );
 }
 
 /// The Bot API puts the token in every URL, and a proxy in front of it may echo the URL

@@ -61,19 +61,22 @@ impl AppServer {
         ));
         tokio::spawn(write_lines(stdin, outgoing_rx));
         tokio::spawn(read_lines(stdout, shared.clone()));
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                debug!(target: "codex_app_server", "{line}");
-            }
-        });
+        let said = StderrTail::default();
+        let stderr_read = tokio::spawn(read_stderr(stderr, said.clone(), spec.secrets.clone()));
         tokio::spawn(wait_for_exit(child, kill_rx, shared.clone()));
 
         let server = AppServer { shared };
-        server
-            .initialize()
-            .await
-            .map_err(|error| spawn_error(format!("initialize failed: {error}")))?;
+        if let Err(error) = server.initialize().await {
+            // Codex's own words say why (`CODEX_HOME` not a folder, an old version without
+            // `app-server`): they go into the error, at the default log level too.
+            let _ = tokio::time::timeout(STDERR_WAIT, stderr_read).await;
+            let said = said.lines();
+            let said = match said.is_empty() {
+                true => String::new(),
+                false => format!("; Codex said: {}", said.join(" | ")),
+            };
+            return Err(spawn_error(format!("initialize failed: {error}{said}")));
+        }
         info!(pid = ?server.pid(), "codex app-server started");
         Ok(server)
     }
@@ -329,3 +332,45 @@ impl AppServer {
 
 /// How long `account/read` may take.
 const ACCOUNT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a failed start waits for the rest of Codex's stderr.
+const STDERR_WAIT: Duration = Duration::from_millis(500);
+/// Lines of Codex's stderr kept for a failed start's error.
+const STDERR_KEPT: usize = 5;
+
+/// The last lines Codex wrote to its stderr, the gateway's secrets replaced.
+#[derive(Clone, Default)]
+struct StderrTail(Arc<std::sync::Mutex<std::collections::VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().expect("lock");
+        if lines.len() == STDERR_KEPT {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().expect("lock").iter().cloned().collect()
+    }
+}
+
+/// Codex's stderr, its log: each line to the gateway's log at debug (its level is its own,
+/// `codex.log_level`), the last ones before any backtrace kept.
+async fn read_stderr(stderr: tokio::process::ChildStderr, said: StderrTail, secrets: Vec<String>) {
+    let mut lines = BufReader::new(stderr).lines();
+    // With `RUST_BACKTRACE` set, an error is followed by frames that say nothing.
+    let mut in_backtrace = false;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let line = secrets
+            .iter()
+            .filter(|secret| !secret.is_empty())
+            .fold(line, |line, secret| line.replace(secret.as_str(), "***"));
+        debug!(target: "codex_app_server", "{line}");
+        in_backtrace |= line.trim() == "Stack backtrace:";
+        if !in_backtrace && !line.trim().is_empty() {
+            said.push(line);
+        }
+    }
+}
