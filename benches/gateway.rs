@@ -112,7 +112,7 @@ async fn telegram_delivery() -> Delivery {
     let telegram = FakeTelegram::start().await;
     let mut config = env.config();
     config.telegram.enabled = true;
-    config.telegram.token = Some(support::secret("123:BENCH"));
+    config.telegram.token = Some(support::secret(support::telegram::TOKEN));
     config.telegram.api_url = telegram.url.clone();
     config.telegram.allowed_users = vec![OWNER];
     let gateway = Gateway::start(&config);
@@ -322,7 +322,7 @@ async fn long_turn() {
 async fn start_to_first_poll(mut config: codex_gateway::config::Config) -> Duration {
     let telegram = FakeTelegram::start().await;
     config.telegram.enabled = true;
-    config.telegram.token = Some(support::secret("123:BENCH"));
+    config.telegram.token = Some(support::secret(support::telegram::TOKEN));
     config.telegram.api_url = telegram.url.clone();
     config.telegram.allowed_users = vec![OWNER];
     let started = Instant::now();
@@ -342,7 +342,7 @@ async fn telegram_round_trips(mut config: codex_gateway::config::Config) -> Vec<
     const MESSAGES: usize = 200;
     let telegram = FakeTelegram::start().await;
     config.telegram.enabled = true;
-    config.telegram.token = Some(support::secret("123:BENCH"));
+    config.telegram.token = Some(support::secret(support::telegram::TOKEN));
     config.telegram.api_url = telegram.url.clone();
     config.telegram.allowed_users = vec![OWNER];
     let gateway = Gateway::start(&config);

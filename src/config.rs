@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 
 pub use chat::{FollowUp, Progress};
 
+mod tokens;
 mod workers;
 
 pub use codex::{ApprovalPolicy, SandboxMode};
 pub use hygiene::CompactionMode;
 use hygiene::Policy;
+pub use tokens::{Secret, TokenOf, shape_problem};
+use tokens::{read_token, token_from_file};
 pub use workers::RemoteConfig;
 
 /// Prefix of the environment variables that override the config file
@@ -366,30 +369,6 @@ impl Default for DiscordConfig {
     }
 }
 
-/// A credential: deserialized like a string, never printed.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-/// Shown as set, never as its value (the tidy test lists the settings this way).
-impl serde::Serialize for Secret {
-    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
-        to.serialize_str("***")
-    }
-}
-
-impl Secret {
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("config file {path} does not exist")]
@@ -470,7 +449,7 @@ impl Config {
         config.transcription.api_key = env
             .iter()
             .find(|(name, value)| name == key_name && !value.is_empty())
-            .map(|(_, value)| Secret(value.clone()));
+            .map(|(_, value)| Secret::new(value.clone()));
         config.validate()?;
         Ok(config)
     }
@@ -512,11 +491,19 @@ impl Config {
             ("discord", self.discord.enabled, &self.discord.token),
         ];
         for (name, enabled, token) in platforms {
-            if enabled && token.is_none() {
-                return Err(ConfigError::Rule(format!(
-                    "{name} is enabled but neither {name}.token (CODEX_GATEWAY__{}__TOKEN) nor {name}.token_file is set",
-                    name.to_uppercase()
-                )));
+            let variable = format!("CODEX_GATEWAY__{}__TOKEN", name.to_uppercase());
+            match token {
+                None if enabled => {
+                    return Err(ConfigError::Rule(format!(
+                        "{name} is enabled but neither {name}.token ({variable}) nor {name}.token_file is set"
+                    )));
+                }
+                Some(token) if enabled && token.expose().trim().is_empty() => {
+                    return Err(ConfigError::Rule(format!(
+                        "{name}.token is empty (in the config file or {variable}); give the bot's token"
+                    )));
+                }
+                _ => {}
             }
         }
         if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
@@ -580,41 +567,6 @@ pub fn is_admin<T: PartialEq>(admins: &[T], allowed_users: &[T], user: &T) -> bo
     match admins.is_empty() {
         true => allowed_users.first() == Some(user),
         false => admins.contains(user),
-    }
-}
-
-/// The token as given, or read from `token_file` (trimmed: secrets files often end in a
-/// newline). Both at once is a mistake worth saying.
-fn token_from_file(
-    platform: &str,
-    token: &Option<Secret>,
-    file: &Option<PathBuf>,
-) -> Result<Option<Secret>, ConfigError> {
-    let Some(path) = file else {
-        return Ok(token.clone());
-    };
-    if token.is_some() {
-        return Err(ConfigError::Rule(format!(
-            "{platform}.token and {platform}.token_file are both set; keep one"
-        )));
-    }
-    read_token(platform, path).map(Some)
-}
-
-/// The token in `path`, trimmed; `owner` names whose `token_file` it is in errors.
-fn read_token(owner: &str, path: &Path) -> Result<Secret, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        ConfigError::Rule(format!(
-            "{owner}.token_file {} cannot be read: {error}",
-            path.display()
-        ))
-    })?;
-    match text.trim() {
-        "" => Err(ConfigError::Rule(format!(
-            "{owner}.token_file {} is empty",
-            path.display()
-        ))),
-        token => Ok(Secret(token.to_owned())),
     }
 }
 

@@ -1,5 +1,6 @@
 //! codex-gateway: one Codex thread per chat, kept across everything but `/new`.
 
+pub mod check;
 pub mod clock;
 pub mod commands;
 pub mod config;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::config::Config;
+use crate::config::{Config, TokenOf};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::platform::PlatformHandle;
 use crate::platform::discord::DiscordError;
@@ -330,6 +331,30 @@ pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<
     started
 }
 
+/// A token that does not look like one is said before its API refuses it.
+fn warn_of_token_shapes(config: &Config) {
+    let tokens = [
+        (
+            "telegram",
+            TokenOf::Telegram,
+            config.telegram.enabled,
+            &config.telegram.token,
+        ),
+        (
+            "discord",
+            TokenOf::Discord,
+            config.discord.enabled,
+            &config.discord.token,
+        ),
+    ];
+    for (platform, of, enabled, token) in tokens {
+        let shape = token.as_ref().filter(|_| enabled);
+        if let Some(problem) = shape.and_then(|token| config::shape_problem(of, token.expose())) {
+            warn!(platform, "the token {problem}");
+        }
+    }
+}
+
 /// At stop, how long the platforms get to deliver the last answers.
 const DELIVERY_WAIT: Duration = Duration::from_secs(2);
 
@@ -391,6 +416,7 @@ impl Serving {
             })?;
         self.server = Some(server);
         let (telegram, discord) = (&config.telegram, &config.discord);
+        warn_of_token_shapes(config);
         if let Some(token) = telegram.token.as_ref().filter(|_| telegram.enabled) {
             let router = app.router().clone();
             let inbox = app.inbox().clone();

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use codex_gateway::config::Config;
 use codex_gateway::redact::Redactor;
-use codex_gateway::{App, platform, session};
+use codex_gateway::{App, platform};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
@@ -74,7 +74,7 @@ fn main() -> ExitCode {
                 .await
                 .map_err(|e| e.to_string()),
             Action::Console { chat } => console(&config, &chat).await,
-            Action::CheckConfig => check_config(&config).await,
+            Action::CheckConfig => codex_gateway::check::run(&config, cli.config.as_deref()).await,
             Action::Health => {
                 let listen = config
                     .server
@@ -119,80 +119,6 @@ async fn console(config: &Config, chat: &str) -> Result<(), String> {
     let result = platform::console::run(app.router(), chat, stdin, tokio::io::stdout()).await;
     app.shutdown(None).await;
     result.map_err(|e| format!("console I/O failed: {e}"))
-}
-
-async fn check_config(config: &Config) -> Result<(), String> {
-    println!("config: ok");
-    let db = &config.storage.database;
-    let store = store::Store::open(db).await.map_err(|e| e.to_string())?;
-    store.close().await;
-    println!("database: {} opened and migrated", db.display());
-    let spec = codex_gateway::spawn_spec(config).map_err(|e| e.to_string())?;
-    if config.codex.processes > 0 {
-        let server = codex::AppServer::spawn(&spec)
-            .await
-            .map_err(|e| e.to_string())?;
-        println!(
-            "codex: {} started and answered initialize",
-            config.codex.binary.display()
-        );
-        check_login("codex", &server, &spec, session::LOGIN_MISSING).await?;
-    }
-    check_workers(config, &spec).await?;
-    let workspace = &config.codex.workspace;
-    std::fs::create_dir_all(workspace)
-        .map_err(|e| format!("workspace {} cannot be created: {e}", workspace.display()))?;
-    println!("workspace: {} is usable", workspace.display());
-    Ok(())
-}
-
-/// Whether the app-server can reach its model: logged in, or a provider without login.
-async fn check_login(
-    label: &str,
-    server: &codex::AppServer,
-    spec: &codex::SpawnSpec,
-    missing: &str,
-) -> Result<(), String> {
-    let account = server.account().await;
-    server.shutdown().await;
-    match account {
-        Ok(state) if session::login_missing(&state, spec) => Err(format!("{label}: {missing}")),
-        Ok(_) => {
-            println!("{label}: logged in, or its model provider needs no login");
-            Ok(())
-        }
-        Err(error) => Err(format!(
-            "{label} did not say whether it is logged in: {error}"
-        )),
-    }
-}
-
-/// One line per `[[codex.remote]]` worker: connected and logged in, or why not. Every
-/// worker is tried before the first failure is returned.
-async fn check_workers(config: &Config, spec: &codex::SpawnSpec) -> Result<(), String> {
-    let mut failed = Vec::new();
-    for remote in codex_gateway::remote_specs(config, &spec.unread) {
-        let label = format!("codex worker {} ({})", remote.name, remote.url);
-        let checked = match codex::AppServer::connect(&remote).await {
-            Ok(server) => {
-                println!("{label}: connected and answered initialize");
-                check_login(&label, &server, spec, session::WORKER_LOGIN_MISSING).await
-            }
-            Err(error) => Err(format!("{label}: {error}")),
-        };
-        if let Err(problem) = checked {
-            println!("{problem}");
-            failed.push(remote.name);
-        }
-    }
-    match failed.is_empty() {
-        true => Ok(()),
-        false => Err(format!(
-            "{} of the Codex workers failed the check: {}",
-            failed.len(),
-            failed.join(", ")
-        )),
-    }
 }
 
 /// Resolves on SIGTERM or SIGINT. The handlers are in place from the call on, so a

@@ -36,7 +36,8 @@ impl IntakeState {
 pub struct IntakeHealth(Arc<Mutex<Vec<(&'static str, IntakeState)>>>);
 
 impl IntakeHealth {
-    fn register(&self, platform: &'static str) -> IntakeState {
+    /// `platform`'s intake, up until it says otherwise.
+    pub fn register(&self, platform: &'static str) -> IntakeState {
         let state = IntakeState::default();
         self.0.lock().expect("lock").push((platform, state.clone()));
         state
@@ -60,14 +61,13 @@ const RESTARTING: &str = "intake stopped; restarting it";
 /// an attempt that ends by itself is followed by another after a growing pause.
 pub async fn keep_running<F, Fut>(
     platform: &'static str,
-    health: IntakeHealth,
+    state: IntakeState,
     stopped: watch::Receiver<bool>,
     mut intake: F,
 ) where
     F: FnMut(watch::Receiver<bool>, IntakeState) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let state = health.register(platform);
     let mut failures = 0u32;
     loop {
         let started = Instant::now();
@@ -120,7 +120,7 @@ mod tests {
         let counted = runs.clone();
         let task = tokio::spawn(keep_running(
             "test",
-            health.clone(),
+            health.register("test"),
             stopped,
             move |_, _| {
                 counted.fetch_add(1, Ordering::SeqCst);

@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod choices;
+pub mod connect;
 pub mod console;
 pub mod delivery;
 pub mod discord;

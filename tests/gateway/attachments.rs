@@ -309,7 +309,7 @@ async fn discord_attachments_reach_codex() {
     let dc = FakeDiscord::start().await;
     let mut config = env.config();
     config.discord.enabled = true;
-    config.discord.token = Some(secret("discord-test-token"));
+    config.discord.token = Some(secret(crate::support::discord::TOKEN));
     config.discord.application_id = Some(crate::support::discord::APP_ID);
     config.discord.api_url = Some(dc.url.clone());
     config.discord.allowed_users = vec![ALICE as u64];

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use crate::support::TestEnv;
+use crate::support::{TestEnv, codex_binary};
 
 fn gateway(args: &[&str], stdin: &[u8], envs: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_codex-gateway"))
@@ -164,8 +164,19 @@ async fn check_config_reports_what_it_checked() {
     );
     assert!(output.status.success(), "stderr: {}", text(&output.stderr));
     let stdout = text(&output.stdout);
-    for line in ["config: ok", "database: ", "codex: ", "workspace: "] {
-        assert!(stdout.contains(line), "missing {line:?}: {stdout}");
+    let told = [
+        format!("config: {} read", config.display()),
+        format!("database: {} opened and migrated", env.database().display()),
+        format!(
+            "{} 0.171.0 started and answered initialize",
+            codex_binary().display()
+        ),
+        "codex: logged in, or its model provider needs no login".into(),
+        "platforms: none enabled".into(),
+        format!("workspace: {} is usable", env.workspace().display()),
+    ];
+    for line in told {
+        assert!(stdout.contains(&line), "missing {line:?}: {stdout}");
     }
     assert!(env.database().exists());
 }

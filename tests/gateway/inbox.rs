@@ -99,7 +99,7 @@ async fn a_discord_message_queued_at_a_restart_runs_once_afterwards() {
     let discord = FakeDiscord::start().await;
     let mut config = env.config();
     config.discord.enabled = true;
-    config.discord.token = Some(crate::support::secret("discord-test-token"));
+    config.discord.token = Some(crate::support::secret(crate::support::discord::TOKEN));
     config.discord.application_id = Some(APP_ID);
     config.discord.api_url = Some(discord.url.clone());
     config.discord.allowed_users = vec![ALICE as u64];

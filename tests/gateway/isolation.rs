@@ -132,6 +132,7 @@ async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
     let env = TestEnv::new().await;
     hand_codex_folders_to(&env, CODEX_UID);
     let telegram = FakeTelegram::start().await;
+    telegram.take_token(TOKEN);
     let port = crate::support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &run_as(CODEX_UID));
     let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
@@ -187,6 +188,7 @@ async fn codex_as_the_gateways_user_cannot_read_its_environment() {
     let env = TestEnv::new().await;
     chown_tree(env.dir.path(), GATEWAY_UID);
     let telegram = FakeTelegram::start().await;
+    telegram.take_token(TOKEN);
     let port = crate::support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &[]);
     let mut command = shared_gateway_command(&env, &["run"], &envs);
@@ -247,6 +249,7 @@ async fn a_gateway_with_only_its_three_capabilities_stops_codex_and_its_leftover
     const CODEX_UID: u32 = 64123;
     let env = TestEnv::new().await;
     let telegram = FakeTelegram::start().await;
+    telegram.take_token(TOKEN);
     let port = crate::support::free_port();
     let envs = telegram_envs(&env, &telegram, port, &run_as(CODEX_UID));
     let gateway = shared_gateway_command(&env, &["run"], &envs);

@@ -16,6 +16,7 @@ mod continuity;
 mod controls;
 mod discord;
 mod example_config;
+mod first_hour;
 mod fuzz;
 mod hygiene;
 mod inbox;

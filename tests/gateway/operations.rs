@@ -353,7 +353,7 @@ async fn the_token_never_reaches_the_log_whatever_the_api_url() {
     let (status, stderr) = wait_exit(child).await;
     assert!(!status.success(), "started with a proxy that answers 404");
     assert!(
-        stderr.contains("Cannot POST /proxy/bot//bot<redacted>/GetMe"),
+        stderr.contains("Cannot POST /proxy/bot/bot<redacted>/GetMe"),
         "{stderr}"
     );
     assert!(!stderr.contains(secret), "the token reached the log");

@@ -152,3 +152,18 @@ fn no_source_file_is_over_500_lines_of_code() {
         1
     );
 }
+
+/// The Codex version the client names as tested is the one the scripts, the image and
+/// the README install.
+#[test]
+fn one_codex_version_everywhere() {
+    let tested = codex::TESTED_VERSION;
+    let places = [
+        ("scripts/install-codex", format!("CODEX_VERSION={tested}")),
+        ("Dockerfile", format!("ARG CODEX_VERSION={tested}")),
+        ("README.md", format!("@openai/codex@{tested}")),
+    ];
+    for (path, expected) in places {
+        assert!(read(path).contains(&expected), "{path} lacks {expected:?}");
+    }
+}

@@ -45,3 +45,7 @@ pub use threads::{LastTurn, ThreadPage, ThreadSummary, TurnState};
 pub use unread::UnreadLog;
 pub use usage::{limit_resets_at, limit_resets_at_here};
 pub use wire::ThreadEvent;
+
+/// The Codex version this client is built and tested against (`scripts/install-codex`
+/// installs it; the protocol notes in docs/app-server.md were measured with it).
+pub const TESTED_VERSION: &str = "0.171.0";

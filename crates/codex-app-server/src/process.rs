@@ -44,7 +44,7 @@ impl AppServer {
             message,
         };
         let mut child = orphans::spawn_app_server(|| command(spec).spawn(), |c| c.id())
-            .map_err(|e| spawn_error(e.to_string()))?;
+            .map_err(|e| spawn_error(not_started(&e)))?;
         let (stdin, stdout, stderr) = (
             child.stdin.take().expect("stdin is piped"),
             child.stdout.take().expect("stdout is piped"),
@@ -97,12 +97,32 @@ impl AppServer {
                 }),
             )
             .await;
-        if let Err(error) = init {
-            self.shutdown().await;
-            return Err(error);
+        let init = match init {
+            Ok(init) => init,
+            Err(error) => {
+                self.shutdown().await;
+                return Err(error);
+            }
+        };
+        if let Some(version) = init
+            .get("userAgent")
+            .and_then(Value::as_str)
+            .and_then(version_in_user_agent)
+        {
+            let _ = self.shared.version.set(version.to_owned());
         }
         self.notify("initialized");
         Ok(())
+    }
+
+    /// Codex's version, as it said at `initialize`.
+    pub fn version(&self) -> Option<&str> {
+        self.shared.version.get().map(String::as_str)
+    }
+
+    /// What Codex said is wrong with its setup so far, each once.
+    pub fn config_warnings(&self) -> Vec<String> {
+        self.shared.config_warnings.lock().expect("lock").clone()
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -333,6 +353,28 @@ impl AppServer {
 /// How long `account/read` may take.
 const ACCOUNT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Why the binary did not run, with what to do about the usual reasons.
+fn not_started(error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "{error}; install Codex (npm install -g @openai/codex@{}, the version this \
+             gateway is tested with) or set codex.binary to its path",
+            super::TESTED_VERSION
+        ),
+        std::io::ErrorKind::PermissionDenied => {
+            format!("{error}; the file is not executable by this user (chmod +x, or run_as)")
+        }
+        _ => error.to_string(),
+    }
+}
+
+/// The version in `initialize`'s user agent; measured with 0.171.0:
+/// `codex-gateway/0.171.0 (Debian 12.0.0; x86_64) xterm (codex-gateway; 0.1.0)`.
+fn version_in_user_agent(agent: &str) -> Option<&str> {
+    let (_, rest) = agent.split_once('/')?;
+    rest.split_whitespace().next()
+}
+
 /// How long a failed start waits for the rest of Codex's stderr.
 const STDERR_WAIT: Duration = Duration::from_millis(500);
 /// Lines of Codex's stderr kept for a failed start's error.
@@ -372,5 +414,15 @@ async fn read_stderr(stderr: tokio::process::ChildStderr, said: StderrTail, secr
         if !in_backtrace && !line.trim().is_empty() {
             said.push(line);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_is_read_from_the_user_agent() {
+        let agent = "codex-gateway/0.171.0 (Debian 12.0.0; x86_64) xterm (codex-gateway; 0.1.0)";
+        assert_eq!(super::version_in_user_agent(agent), Some("0.171.0"));
+        assert_eq!(super::version_in_user_agent("codex"), None);
     }
 }

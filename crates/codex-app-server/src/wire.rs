@@ -57,6 +57,10 @@ pub(super) struct Shared {
     /// The thread that spawned each sub-agent thread (`multi_agent_v1`): a sub-agent's
     /// requests go to whoever follows its parent.
     pub(super) parents: Mutex<HashMap<String, String>>,
+    /// Codex's version, from its answer to `initialize`.
+    pub(super) version: std::sync::OnceLock<String>,
+    /// What Codex said is wrong with its setup (`configWarning`: bubblewrap missing, ...).
+    pub(super) config_warnings: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -81,6 +85,8 @@ impl Shared {
             known_rate_limits: Mutex::new(None),
             unread,
             parents: Mutex::new(HashMap::new()),
+            version: std::sync::OnceLock::new(),
+            config_warnings: Mutex::new(Vec::new()),
         }
     }
 }
@@ -175,6 +181,9 @@ impl Shared {
                     let limits = serde_json::from_value(limits.clone()).ok();
                     *self.known_rate_limits.lock().expect("lock") = limits;
                 }
+                if method == "configWarning" {
+                    self.note_config_warning(params);
+                }
                 if method.starts_with("account/") {
                     // Nobody listening is fine: most account news is only for a waiting /login.
                     let _ = self
@@ -218,6 +227,19 @@ impl Shared {
             None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
         };
         let _ = waiter.send(answer);
+    }
+
+    /// Measured with 0.171.0: right after `initialize`, `{"summary": "Codex could not find
+    /// bubblewrap on PATH. ...", "details": null}`.
+    fn note_config_warning(&self, params: &Value) {
+        let Some(summary) = params.get("summary").and_then(Value::as_str) else {
+            return;
+        };
+        warn!(target: "codex_app_server", pid = ?self.pid, summary, "Codex warns about its setup");
+        let mut warnings = self.config_warnings.lock().expect("lock");
+        if !warnings.iter().any(|known| known == summary) {
+            warnings.push(summary.to_owned());
+        }
     }
 
     /// Remembers the files of a file change from its start until it completes.

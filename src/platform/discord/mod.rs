@@ -27,6 +27,7 @@ use tracing::{debug, error, info, warn};
 use super::PlatformHandle;
 use super::approvals::{self, Pressed, Presser};
 use super::choices;
+use super::connect::{self, BotIdentity, Unknown};
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use super::texts;
@@ -42,8 +43,8 @@ use state::{PendingCommands, ThreadParents};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {
-    #[error("Discord did not accept the bot (check discord.token): {0}")]
-    Start(serenity::Error),
+    #[error("Discord refused the bot: {0}")]
+    Token(String),
 }
 
 /// What the event handler needs: who may talk, where messages go, what it learned.
@@ -68,7 +69,9 @@ struct Intake {
     in_order: InOrder,
 }
 
-/// Checks the token, then connects to the gateway and starts serving.
+/// Checks the token, then connects to the gateway and starts serving. A refused token
+/// fails the start; an API that cannot be reached is asked again in the background while
+/// the rest of the gateway serves.
 pub async fn start(
     config: &DiscordConfig,
     token: &str,
@@ -77,11 +80,13 @@ pub async fn start(
     health: IntakeHealth,
 ) -> Result<PlatformHandle, DiscordError> {
     let rest = Arc::new(rest_client(config, token));
-    let me = rest.get_current_user().await.map_err(DiscordError::Start)?;
-    info!(bot = me.name, "discord connected");
+    let first = who_am_i(&rest).await;
+    if let Err(Unknown::TokenRefused(why)) = first {
+        return Err(DiscordError::Token(why));
+    }
+    let state = health.register("discord");
 
     let (outbox, answers) = mpsc::unbounded_channel();
-    router.attach_jobs(Platform::Discord, outbox.clone(), true);
     let commands = Arc::new(PendingCommands::default());
     let refusal_http = rest.clone();
     let delivery_http = rest.clone();
@@ -97,7 +102,7 @@ pub async fn start(
         in_order: InOrder::start(router.clone()),
         router,
         outbox: Mutex::new(Some(outbox)),
-        bot_id: AtomicU64::new(me.id.get()),
+        bot_id: AtomicU64::new(first.as_ref().map_or(0, |me| me.id)),
         stopped: AtomicBool::new(false),
         commands: commands.clone(),
         parents: ThreadParents::default(),
@@ -117,10 +122,22 @@ pub async fn start(
     let (stop, stopped) = watch::channel(false);
     let (config, token) = (config.clone(), token.to_owned());
     let intake_task = tokio::spawn(async move {
-        keep_running("discord", health, stopped, |stopped, _| {
-            serve_gateway(&config, &token, intake.clone(), stopped)
-        })
-        .await;
+        let me = match first {
+            Ok(me) => Some(me),
+            Err(why) => {
+                warn!(%why, "discord: not connected at start; asking again in the background");
+                let ask = || who_am_i(&intake.rest);
+                connect::identify("discord", &state, stopped.clone(), ask).await
+            }
+        };
+        if let Some(me) = me {
+            info!(bot = me.name, "discord connected");
+            intake.bot_id.store(me.id, Ordering::SeqCst);
+            keep_running("discord", state, stopped, |stopped, _| {
+                serve_gateway(&config, &token, intake.clone(), stopped)
+            })
+            .await;
+        }
         intake.outbox.lock().expect("lock").take();
     });
     Ok(PlatformHandle::new("discord", stop, intake_task, delivery))
@@ -158,6 +175,33 @@ async fn serve_gateway(
     }
 }
 
+/// Who Discord says the bot is: a 401 is the token's fault, the rest passes.
+async fn who_am_i(rest: &Http) -> Result<BotIdentity, Unknown> {
+    use serenity::http::HttpError;
+    match rest.get_current_user().await {
+        Ok(me) => Ok(BotIdentity {
+            name: me.name.clone(),
+            id: me.id.get(),
+        }),
+        Err(serenity::Error::Http(HttpError::UnsuccessfulRequest(answer)))
+            if answer.status_code.as_u16() == 401 =>
+        {
+            Err(Unknown::TokenRefused(format!(
+                "HTTP 401: {}; check discord.token",
+                answer.error.message
+            )))
+        }
+        Err(error) => Err(Unknown::Unreachable(error.to_string())),
+    }
+}
+
+/// `check-config`'s question: who Discord says the bot is.
+pub async fn check_token(config: &DiscordConfig, token: &str) -> Result<BotIdentity, String> {
+    who_am_i(&rest_client(config, token))
+        .await
+        .map_err(|unknown| unknown.to_string())
+}
+
 fn rest_client(config: &DiscordConfig, token: &str) -> Http {
     let mut http = HttpBuilder::new(token);
     if let Some(application_id) = config.application_id {
@@ -179,6 +223,11 @@ impl EventHandler for Handler {
         // Once per process: a reconnect's `ready` must not hand them on again.
         if !self.0.replayed.swap(true, Ordering::SeqCst) {
             inbox::replay(&self.0).await;
+            // Scheduled answers wait until Discord can take them.
+            let outbox = self.0.outbox.lock().expect("lock").clone();
+            if let Some(outbox) = outbox {
+                self.0.router.attach_jobs(Platform::Discord, outbox, true);
+            }
         }
         register_commands(&self.0.rest, &self.0.config.guild_ids).await;
     }

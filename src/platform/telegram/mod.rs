@@ -15,11 +15,10 @@ mod updates;
 use std::sync::Arc;
 use std::time::Duration;
 
-use teloxide::RequestError;
-use teloxide::payloads::{GetUpdates, GetUpdatesSetters};
+use teloxide::payloads::{GetMe, GetUpdates, GetUpdatesSetters};
 use teloxide::prelude::{Bot, Requester};
-use teloxide::types::{AllowedUpdate, BotCommand, ChatId, Message, Update, UpdateKind, User};
-use tokio::sync::{mpsc, watch};
+use teloxide::types::{AllowedUpdate, BotCommand, ChatId, Me, Message, Update, UpdateKind, User};
+use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, error, info, warn};
 
 use super::PlatformHandle;
@@ -27,6 +26,7 @@ use crate::commands;
 use crate::config::{self, TelegramConfig};
 use crate::inbox::Inbox;
 use crate::platform;
+use crate::platform::connect::{self, BotIdentity, Unknown};
 use crate::platform::delivery::Pace;
 use crate::platform::intake::{IntakeHealth, IntakeState, keep_running};
 use crate::platform::refusals::Refusals;
@@ -39,8 +39,8 @@ use inbound::Origin;
 pub enum TelegramError {
     #[error("telegram.api_url {url:?} is not a valid URL: {message}")]
     ApiUrl { url: String, message: String },
-    #[error("Telegram did not accept the bot (check telegram.token): {0}")]
-    Start(RequestError),
+    #[error("Telegram refused the bot: {0}")]
+    Token(String),
     #[error("cannot set up the HTTP client for Telegram: {0}")]
     Client(String),
 }
@@ -77,7 +77,9 @@ struct Shared {
     refusals: Refusals<(Target, u64)>,
 }
 
-/// Connects to the Bot API, registers the command menu and starts polling.
+/// Asks the Bot API who the bot is, registers the command menu and starts polling. A
+/// refused token fails the start; an API that cannot be reached is asked again in the
+/// background while the rest of the gateway serves.
 pub async fn start(
     config: &TelegramConfig,
     token: &str,
@@ -85,52 +87,53 @@ pub async fn start(
     inbox: Inbox,
     health: IntakeHealth,
 ) -> Result<PlatformHandle, TelegramError> {
-    let Bots {
-        bot,
-        poll_bot,
-        file_bot,
-    } = bots(config, token)?;
-    let me = bot.get_me().await.map_err(TelegramError::Start)?;
-    let username = me.username().to_owned();
-    info!(bot = username, "telegram connected");
-    prepare(&bot).await;
-    let api = api::BotApi::of(&bot);
-    let refusal_api = api.clone();
-    let shared = Arc::new(Shared {
-        bot,
-        api,
-        poll_api: api::BotApi::of(&poll_bot),
-        file_bot,
-        config: config.clone(),
-        username,
-        bot_user_id: me.id.0,
-        refusals: Refusals::start(move |(target, user_id)| {
-            delivery::send_plain(refusal_api.clone(), target, refusal(user_id))
-        }),
-    });
-    let (outbox, answers) = mpsc::unbounded_channel();
+    let bots = bots(config, token)?;
+    let api = api::BotApi::of(&bots.bot);
+    let first = who_am_i(&api).await;
+    if let Err(Unknown::TokenRefused(why)) = first {
+        return Err(TelegramError::Token(why));
+    }
+    let state = health.register("telegram");
     let (stop, stopped) = watch::channel(false);
+    let (outbox, answers) = mpsc::unbounded_channel();
+    let (connected, shared_once_connected) = oneshot::channel::<Arc<Shared>>();
     let pace = Pace::from_millis(config.edit_interval_ms, config.first_flush_ms);
-    let sinks = shared.clone();
-    let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
-        let (chat_id, topic) = inbound::address(chat)?;
-        let target = Target {
-            chat_id: ChatId(chat_id),
-            topic: topic.map(|t| teloxide::types::ThreadId(teloxide::types::MessageId(t))),
+    let delivery = tokio::spawn(async move {
+        let Ok(sinks) = shared_once_connected.await else {
+            return;
         };
-        Some(delivery::TelegramChat {
-            shared: sinks.clone(),
-            target,
+        platform::delivery::run(answers, pace, move |chat| {
+            let (chat_id, topic) = inbound::address(chat)?;
+            let target = Target {
+                chat_id: ChatId(chat_id),
+                topic: topic.map(|t| teloxide::types::ThreadId(teloxide::types::MessageId(t))),
+            };
+            Some(delivery::TelegramChat {
+                shared: sinks.clone(),
+                target,
+            })
         })
-    }));
-    // Messages accepted before the last stop and not yet handled go first, in order.
-    inbox::replay(&shared, &router, &inbox, &outbox).await;
-    router.attach_jobs(Platform::Telegram, outbox.clone(), true);
-    let intake = tokio::spawn(keep_running(
-        "telegram",
-        health,
-        stopped,
-        move |stopped, state| {
+        .await
+    });
+    let config = config.clone();
+    let intake = tokio::spawn(async move {
+        let me = match first {
+            Ok(me) => me,
+            Err(why) => {
+                warn!(%why, "telegram: not connected at start; asking again in the background");
+                let ask = || who_am_i(&api);
+                match connect::identify("telegram", &state, stopped.clone(), ask).await {
+                    Some(me) => me,
+                    None => return,
+                }
+            }
+        };
+        let shared = connected_bot(bots, api, config, me).await;
+        let _ = connected.send(shared.clone());
+        // Messages accepted before the last stop and not yet handled go first, in order.
+        inbox::replay(&shared, &router, &inbox, &outbox).await;
+        router.attach_jobs(Platform::Telegram, outbox.clone(), true);
+        keep_running("telegram", state, stopped, move |stopped, state| {
             poll(
                 shared.clone(),
                 router.clone(),
@@ -139,9 +142,61 @@ pub async fn start(
                 stopped,
                 state,
             )
-        },
-    ));
+        })
+        .await
+    });
     Ok(PlatformHandle::new("telegram", stop, intake, delivery))
+}
+
+/// Who the Bot API says the bot is: 401 and 404 (a token of no bot, or a wrong
+/// `api_url`) are the token's fault, the rest passes.
+async fn who_am_i(api: &api::BotApi) -> Result<BotIdentity, Unknown> {
+    match api.json::<_, Me>(&GetMe::new()).await {
+        Ok(me) => Ok(BotIdentity {
+            name: me.username().to_owned(),
+            id: me.id.0,
+        }),
+        Err(
+            error @ api::CallError::Refused {
+                status: 401 | 404, ..
+            },
+        ) => Err(Unknown::TokenRefused(format!(
+            "{error}; check telegram.token and telegram.api_url"
+        ))),
+        Err(error) => Err(Unknown::Unreachable(error.to_string())),
+    }
+}
+
+/// `check-config`'s question: who the Bot API at `config.api_url` says the bot is.
+pub async fn check_token(config: &TelegramConfig, token: &str) -> Result<BotIdentity, String> {
+    let bots = bots(config, token).map_err(|error| error.to_string())?;
+    who_am_i(&api::BotApi::of(&bots.bot))
+        .await
+        .map_err(|unknown| unknown.to_string())
+}
+
+/// The connected bot's parts, shared by polling and delivery; its command menu set.
+async fn connected_bot(
+    bots: Bots,
+    api: api::BotApi,
+    config: TelegramConfig,
+    me: BotIdentity,
+) -> Arc<Shared> {
+    info!(bot = me.name, "telegram connected");
+    prepare(&bots.bot).await;
+    let refusal_api = api.clone();
+    Arc::new(Shared {
+        bot: bots.bot,
+        api,
+        poll_api: api::BotApi::of(&bots.poll_bot),
+        file_bot: bots.file_bot,
+        config,
+        username: me.name,
+        bot_user_id: me.id,
+        refusals: Refusals::start(move |(target, user_id)| {
+            delivery::send_plain(refusal_api.clone(), target, refusal(user_id))
+        }),
+    })
 }
 
 /// The Telegram clients: each kind of call waits as long as it may take.

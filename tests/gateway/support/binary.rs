@@ -38,7 +38,10 @@ pub fn telegram_env(telegram: &FakeTelegram, port: u16) -> Vec<(&'static str, St
     vec![
         ("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}")),
         ("CODEX_GATEWAY__TELEGRAM__ENABLED", "true".into()),
-        ("CODEX_GATEWAY__TELEGRAM__TOKEN", "123:TEST".into()),
+        (
+            "CODEX_GATEWAY__TELEGRAM__TOKEN",
+            super::telegram::TOKEN.into(),
+        ),
         ("CODEX_GATEWAY__TELEGRAM__API_URL", telegram.url.clone()),
         ("CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS", ALICE.to_string()),
         ("CODEX_GATEWAY__SERVER__SHUTDOWN_GRACE_SECS", "1".into()),

@@ -21,6 +21,8 @@ pub const BOT_ID: u64 = 4242;
 const INTERACTION_LATENCY: Duration = Duration::from_millis(150);
 pub const APP_ID: u64 = 777;
 pub const GUILD: u64 = 9000;
+/// The one bot token the fake takes; any other is answered as Discord does, 401.
+pub const TOKEN: &str = "discord-test-token";
 
 #[derive(Debug, Clone)]
 pub struct RestCall {
@@ -370,6 +372,14 @@ async fn rest(
     body: Bytes,
 ) -> Response {
     let path = format!("/{path}");
+    // Interaction answers and their follow-ups are authorized by the interaction's token.
+    let by_interaction = path.starts_with("/interactions/") || path.starts_with("/webhooks/");
+    let authorized =
+        headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bot {TOKEN}"));
+    if !by_interaction && !authorized {
+        let body = json!({"message": "401: Unauthorized", "code": 0});
+        return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+    }
     let body: Value = match super::multipart::parts(&headers, &body) {
         Some(parts) => form_body(parts),
         None => serde_json::from_slice(&body).unwrap_or(Value::Null),

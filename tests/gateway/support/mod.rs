@@ -124,7 +124,7 @@ impl TestEnv {
     pub fn telegram_config(&self, telegram: &telegram::FakeTelegram, user: i64) -> Config {
         let mut config = self.config();
         config.telegram.enabled = true;
-        config.telegram.token = Some(secret("123:TEST"));
+        config.telegram.token = Some(secret(telegram::TOKEN));
         config.telegram.api_url = telegram.url.clone();
         config.telegram.allowed_users = vec![user];
         config

@@ -211,7 +211,7 @@ impl FakePlatform for FakeDiscord {
         let discord = FakeDiscord::start().await;
         let mut config = env.config();
         config.discord.enabled = true;
-        config.discord.token = Some(secret("discord-test-token"));
+        config.discord.token = Some(secret(crate::support::discord::TOKEN));
         config.discord.application_id = Some(APP_ID);
         config.discord.api_url = Some(discord.url.clone());
         config.discord.allowed_users = vec![ALICE];

@@ -21,6 +21,8 @@ use tokio::sync::Notify;
 
 pub const BOT_ID: i64 = 4242;
 pub const BOT_USERNAME: &str = "codex_test_bot";
+/// The one token the fake takes; any other is answered as Telegram does, 401.
+pub const TOKEN: &str = "123:TEST";
 /// In a text the fake sends, stands for a lone UTF-16 surrogate (`\ud83d`, half an emoji).
 pub const LONE_SURROGATE: &str = "<lone-surrogate>";
 
@@ -51,6 +53,8 @@ const GROUP_SENDS_PER_MINUTE: usize = 20;
 
 #[derive(Default)]
 struct Inner {
+    /// The token taken instead of [`TOKEN`], when a test sets one.
+    token: Mutex<Option<String>>,
     /// Updates not yet acknowledged by a getUpdates offset.
     updates: Mutex<VecDeque<Value>>,
     calls: Mutex<Vec<Call>>,
@@ -159,6 +163,11 @@ fn now() -> i64 {
 
 impl FakeTelegram {
     pub async fn start() -> Self {
+        Self::start_on("127.0.0.1:0".parse().unwrap()).await
+    }
+
+    /// On `address`: a test can start the Bot API where a gateway already looks for it.
+    pub async fn start_on(address: std::net::SocketAddr) -> Self {
         let inner = Arc::new(Inner {
             next_update: AtomicI64::new(1),
             next_message: AtomicI64::new(500),
@@ -168,10 +177,15 @@ impl FakeTelegram {
             .route("/{bot}/{method}", post(handle))
             .route("/file/{bot}/{*path}", get(download))
             .with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind(address).await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Self { url, inner }
+    }
+
+    /// Takes `token` from now on instead of [`TOKEN`].
+    pub fn take_token(&self, token: &str) {
+        *self.inner.token.lock().unwrap() = Some(token.to_owned());
     }
 
     /// Queues any update: `fields` gets the next `update_id`.
@@ -548,10 +562,14 @@ async fn download(
 
 async fn handle(
     State(inner): State<Arc<Inner>>,
-    Path((_bot, method)): Path<(String, String)>,
+    Path((bot, method)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let token = inner.token.lock().unwrap().clone();
+    if bot != format!("bot{}", token.as_deref().unwrap_or(TOKEN)) {
+        return Fault::refusal(401, "Unauthorized").into_response();
+    }
     let method = method.to_ascii_lowercase();
     let body: Value = match super::multipart::parts(&headers, &body) {
         Some(parts) => form_body(parts),
