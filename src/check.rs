@@ -25,6 +25,9 @@ pub async fn run(config: &Config, file: Option<&Path>) -> Result<(), String> {
         }
         Err(error) => problems.push(error.to_string()),
     }
+    if let Err(error) = crate::ensure_codex_home(config) {
+        problems.push(error.to_string());
+    }
     match crate::spawn_spec(config) {
         Ok(spec) => {
             if config.codex.processes > 0

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 pub use chat::{FollowUp, Progress};
 
+mod paths;
 mod tokens;
 mod workers;
 
@@ -437,6 +438,7 @@ impl Config {
             .source(Some(overrides));
         builder = builder.add_source(environment);
         let mut config: Config = builder.build()?.try_deserialize()?;
+        paths::anchor(&mut config, &paths::base_folder(file));
         config.telegram.token = token_from_file(
             "telegram",
             &config.telegram.token,

@@ -17,6 +17,7 @@ pub mod server;
 pub mod session;
 pub mod transcription;
 
+use std::os::unix::fs::DirBuilderExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +47,11 @@ pub enum StartError {
     Codex(#[from] CodexError),
     #[error(transparent)]
     RunAs(#[from] RunAsError),
+    #[error("cannot create codex.home {path}: {source}")]
+    CodexHome {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot set up transcription: {0}")]
     Transcription(#[from] TranscriptionError),
     #[error(transparent)]
@@ -82,6 +88,7 @@ impl App {
     pub async fn launch(config: &Config) -> Result<(Self, Starting), StartError> {
         let lock = InstanceLock::acquire(&config.storage.database)?;
         let store = Store::open(&config.storage.database).await?;
+        ensure_codex_home(config)?;
         let spec = spawn_spec(config)?;
         if let Some(user) = &spec.run_as {
             check_run_as(user, config)?;
@@ -99,7 +106,17 @@ impl App {
             login: LoginCheck::new(spec),
             transcriber,
         });
-        info!(database = %config.storage.database.display(), "codex-gateway started");
+        let home = config
+            .codex
+            .home
+            .as_deref()
+            .map(|home| home.display().to_string());
+        info!(
+            database = %config.storage.database.display(),
+            workspace = %config.codex.workspace.display(),
+            codex_home = home.as_deref().unwrap_or("Codex's default (~/.codex)"),
+            "codex-gateway started"
+        );
         let app = Self {
             router: Router::new(ctx.clone(), config.hygiene.max_live_threads),
             ctx,
@@ -222,6 +239,28 @@ pub fn remote_specs(config: &Config, unread: &UnreadLog) -> Vec<RemoteSpec> {
             unread: unread.clone(),
         })
         .collect()
+}
+
+/// Creates `codex.home` when it is missing (Codex refuses a home that does not exist),
+/// saying so: a new home has no login and no threads. Run as another user, the home must
+/// already be that user's.
+pub fn ensure_codex_home(config: &Config) -> Result<(), StartError> {
+    let Some(home) = &config.codex.home else {
+        return Ok(());
+    };
+    if home.exists() || config.codex.run_as.is_some() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home)
+        .map_err(|source| StartError::CodexHome {
+            path: home.clone(),
+            source,
+        })?;
+    info!(path = %home.display(), "created codex.home: Codex starts there with no login and no threads");
+    Ok(())
 }
 
 /// Codex can run as `user` here: the gateway may switch to it, and Codex's home and the

@@ -153,3 +153,72 @@ async fn a_token_refused_at_boot_fails_the_start_and_says_why() {
         "Telegram refused the bot: HTTP 401: Unauthorized; check telegram.token and telegram.api_url"
     );
 }
+
+/// Relative paths in the config file are read from its folder, wherever the gateway is
+/// started (systemd starts it in `/`): the same database every time, its path printed
+/// absolute, and the folders it had to create said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relative_paths_follow_the_config_file_not_the_current_folder() {
+    let env = TestEnv::new().await;
+    let folder = env.dir.path().join("etc");
+    std::fs::create_dir_all(&folder).unwrap();
+    let config = folder.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[storage]\ndatabase = \"state/gateway.db\"\n[codex]\nbinary = {:?}\n\
+             home = \"codex-home\"\nworkspace = \"work\"\nworkspace_mode = \"shared\"\n\
+             approval_policy = \"never\"\nsandbox = \"danger-full-access\"\n",
+            crate::support::codex_binary(),
+        ),
+    )
+    .unwrap();
+    let run_from = |cwd: &'static str| {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_codex-gateway"))
+                .args(["check-config", "--config"])
+                .arg(&config)
+                .env("RUST_LOG", "info")
+                // A new Codex home has no login; nothing leaves this host to find out.
+                .env("OPENAI_API_KEY", "")
+                .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+                .current_dir(cwd)
+                .output()
+                .unwrap()
+        })
+    };
+    let first = run_from("/").await.unwrap();
+    let (stdout, stderr) = (text(&first.stdout), text(&first.stderr));
+    let database = folder.join("state/gateway.db");
+    assert!(
+        stdout.contains(&format!("database: {} opened", database.display())),
+        "{stdout}{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "workspace: {} is usable",
+            folder.join("work").display()
+        )),
+        "{stdout}"
+    );
+    for created in [
+        "created the database's folder",
+        "created a new, empty database",
+        "created codex.home",
+    ] {
+        assert!(
+            stderr.contains(created),
+            "not said: {created:?} in {stderr}"
+        );
+    }
+    assert!(folder.join("codex-home").is_dir());
+
+    let again = run_from("/tmp").await.unwrap();
+    let stderr = text(&again.stderr);
+    assert!(
+        !stderr.contains("created"),
+        "a second database or home: {stderr}"
+    );
+    assert!(database.exists());
+}

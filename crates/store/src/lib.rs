@@ -96,9 +96,15 @@ impl Store {
             path: path.to_owned(),
             source,
         };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.exists()
+        {
             std::fs::create_dir_all(parent).map_err(|e| open_error(sqlx::Error::Io(e)))?;
+            // A new folder may be a mistyped path: the empty database in it would look
+            // like every chat was forgotten.
+            tracing::info!(folder = %parent.display(), "created the database's folder");
         }
+        let new = !path.exists();
         keep_private(path).map_err(|e| open_error(sqlx::Error::Io(e)))?;
         let options = SqliteConnectOptions::from_str("sqlite:")
             .map_err(open_error)?
@@ -124,6 +130,9 @@ impl Store {
                 path: path.to_owned(),
                 source,
             })?;
+        if new {
+            tracing::info!(path = %path.display(), "created a new, empty database");
+        }
         let turns = turns::spawn(pool.clone());
         Ok(Store { pool, turns })
     }
