@@ -1,7 +1,6 @@
 //! Typed configuration: built-in defaults < TOML file < `CODEX_GATEWAY__*` environment variables.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -9,12 +8,14 @@ use serde::{Deserialize, Serialize};
 pub use chat::{FollowUp, Progress};
 
 mod paths;
+mod read;
 mod tokens;
 mod workers;
 
 pub use codex::{ApprovalPolicy, SandboxMode};
 pub use hygiene::CompactionMode;
 use hygiene::Policy;
+use read::{by_name, id_list};
 pub use tokens::{Secret, TokenOf, shape_problem};
 use tokens::{read_token, token_from_file};
 pub use workers::RemoteConfig;
@@ -142,10 +143,13 @@ pub struct CodexConfig {
     /// Chats whose folder is fixed, by the key `/status` shows ("discord:123"): a channel
     /// that *is* a repository.
     pub chat_folders: BTreeMap<String, PathBuf>,
+    #[serde(deserialize_with = "by_name")]
     pub workspace_mode: WorkspaceMode,
     /// Model slug for new and resumed threads; unset uses Codex's configured model.
     pub model: Option<String>,
+    #[serde(deserialize_with = "by_name")]
     pub approval_policy: ApprovalPolicy,
+    #[serde(deserialize_with = "by_name")]
     pub sandbox: SandboxMode,
     /// A turn Codex says nothing about for this long (no event of any kind) is
     /// interrupted and the chat is told; a busy turn is never cut by it.
@@ -224,6 +228,7 @@ impl Default for ServerConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HygieneConfig {
+    #[serde(deserialize_with = "by_name")]
     pub compaction: CompactionMode,
     /// In `gateway` mode, compact after a turn that left the context this full.
     pub compact_at_percent: u8,
@@ -378,31 +383,6 @@ pub enum ConfigError {
     Invalid(#[from] config::ConfigError),
     #[error("invalid configuration: {0}")]
     Rule(String),
-}
-
-/// A list of ids: a TOML array, or from the environment one id or "id,id,...".
-fn id_list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de> + std::str::FromStr,
-    T::Err: fmt::Display,
-{
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Ids<T> {
-        Many(Vec<T>),
-        One(T),
-        Text(String),
-    }
-    match Ids::deserialize(deserializer)? {
-        Ids::Many(ids) => Ok(ids),
-        Ids::One(id) => Ok(vec![id]),
-        Ids::Text(text) => text
-            .split(',')
-            .filter(|part| !part.trim().is_empty())
-            .map(|part| part.trim().parse().map_err(serde::de::Error::custom))
-            .collect(),
-    }
 }
 
 impl Config {

@@ -201,7 +201,17 @@ async fn broken_setups_fail_with_a_clear_message() {
         ),
         (
             &[("CODEX_GATEWAY__CODEX__SANDBOX", "sometimes")],
-            "invalid configuration",
+            "unknown variant `sometimes`, expected one of `read-only`, `workspace-write`, \
+             `danger-full-access` for key `codex.sandbox`",
+        ),
+        (
+            &[("CODEX_GATEWAY__TELEGRAM__ALLOWED_USERS", "123,@alice")],
+            "\"@alice\" is not an id: users, channels, roles and servers are given by their \
+             numeric id (123456789), not by name. Your Telegram id: message @userinfobot.",
+        ),
+        (
+            &[("CODEX_GATEWAY__CODEX__BINARY", "/nonexistent/codex")],
+            "install Codex (npm install -g @openai/codex@0.171.0",
         ),
     ];
     for (envs, expected) in cases {

@@ -40,6 +40,16 @@ pub enum StoreError {
         #[source]
         source: sqlx::migrate::MigrateError,
     },
+    #[error(
+        "the database at {path} was written by a newer codex-gateway: it has migration \
+         {applied}, this version knows up to {known}; run that newer version (or restore a \
+         backup from before it)"
+    )]
+    NewerVersion {
+        path: PathBuf,
+        applied: i64,
+        known: i64,
+    },
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
     /// The shared commit of several chats' turns failed (each of them gets this).
@@ -123,13 +133,18 @@ impl Store {
             .connect_with(options)
             .await
             .map_err(open_error)?;
-        sqlx::migrate!("../../migrations")
-            .run(&pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
+        let migrator = sqlx::migrate!("../../migrations");
+        migrator.run(&pool).await.map_err(|source| match source {
+            sqlx::migrate::MigrateError::VersionMissing(applied) => StoreError::NewerVersion {
+                path: path.to_owned(),
+                applied,
+                known: migrator.iter().map(|m| m.version).max().unwrap_or(0),
+            },
+            source => StoreError::Migrate {
                 path: path.to_owned(),
                 source,
-            })?;
+            },
+        })?;
         if new {
             tracing::info!(path = %path.display(), "created a new, empty database");
         }
@@ -391,6 +406,29 @@ mod tests {
 
     fn key(name: &str) -> ChatKey {
         ChatKey::new(Platform::Console, name)
+    }
+
+    #[tokio::test]
+    async fn a_database_from_a_newer_version_says_so() {
+        let (dir, store) = fresh().await;
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+             VALUES (9999, 'from the future', TRUE, x'00', 0)",
+        )
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        store.close().await;
+        let path = dir.path().join("nested/gateway.db");
+        let error = Store::open(&path).await.unwrap_err();
+        let known = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations"))
+            .unwrap()
+            .count() as i64;
+        assert!(
+            matches!(error, StoreError::NewerVersion { applied: 9999, known: k, .. } if k == known),
+            "{error}"
+        );
+        assert!(error.to_string().contains("written by a newer codex-gateway"));
     }
 
     /// A value this gateway does not know is an error naming the column, never read as
