@@ -26,6 +26,8 @@ pub enum ScheduleError {
     NoPrompt,
     #[error("{0:?} is not an interval (15s, 10m, 2h, 1d or 1h30m)")]
     BadInterval(String),
+    #[error("{0:?} is longer than a schedule may wait: at most 366 days (366d)")]
+    TooLong(String),
     #[error("that is more often than allowed: at most once every {min_secs} s")]
     TooOften { min_secs: u64 },
     #[error("{pattern:?} is not a five-field cron pattern (minute hour day month weekday): {why}")]
@@ -68,8 +70,10 @@ pub fn parse_every<'a>(
         }
         None => {
             let (interval, prompt) = split_word(argument);
-            let every = parse_duration(interval)
-                .ok_or_else(|| ScheduleError::BadInterval(interval.to_owned()))?;
+            let every = parse_duration(interval).map_err(|span| match span {
+                Span::Unreadable => ScheduleError::BadInterval(interval.to_owned()),
+                Span::TooLong => ScheduleError::TooLong(interval.to_owned()),
+            })?;
             (Schedule::Every(every), prompt)
         }
     };
@@ -92,8 +96,10 @@ pub fn parse_at<'a>(
     let (first, rest) = split_word(argument.trim());
     let (at, prompt) = if first.eq_ignore_ascii_case("in") {
         let (delay, prompt) = split_word(rest);
-        let delay =
-            parse_duration(delay).ok_or_else(|| ScheduleError::BadTime(format!("in {delay}")))?;
+        let delay = parse_duration(delay).map_err(|span| match span {
+            Span::Unreadable => ScheduleError::BadTime(format!("in {delay}")),
+            Span::TooLong => ScheduleError::TooLong(format!("in {delay}")),
+        })?;
         (rules.now + delay.as_secs() as i64, prompt)
     } else if let Ok(date) = NaiveDate::parse_from_str(first, "%Y-%m-%d") {
         let (time, prompt) = split_word(rest);
@@ -225,16 +231,28 @@ fn parse_cron(pattern: &str) -> Result<Cron, ScheduleError> {
         })
 }
 
+/// Why a span of time was not taken.
+enum Span {
+    Unreadable,
+    TooLong,
+}
+
 /// `15s`, `10m`, `2h`, `1d`, or several (`1h30m`); more than a year is refused.
-fn parse_duration(text: &str) -> Option<Duration> {
+fn parse_duration(text: &str) -> Result<Duration, Span> {
     let mut total: u64 = 0;
     let mut rest = text.to_ascii_lowercase();
     if rest.is_empty() {
-        return None;
+        return Err(Span::Unreadable);
     }
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-        let number: u64 = rest[..digits].parse().ok()?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or(Span::Unreadable)?;
+        // Digits beyond u64 are a span far too long, not a typo.
+        let number: u64 = rest[..digits].parse().map_err(|_| match digits {
+            0 => Span::Unreadable,
+            _ => Span::TooLong,
+        })?;
         let unit_len = rest[digits..]
             .find(|c: char| c.is_ascii_digit())
             .unwrap_or(rest.len() - digits);
@@ -243,12 +261,17 @@ fn parse_duration(text: &str) -> Option<Duration> {
             "m" | "min" | "mins" => 60,
             "h" | "hr" | "hrs" => 3_600,
             "d" | "day" | "days" => 86_400,
-            _ => return None,
+            _ => return Err(Span::Unreadable),
         };
-        total = total.checked_add(number.checked_mul(unit)?)?;
+        let span = number.saturating_mul(unit);
+        total = total.saturating_add(span);
         rest = rest[digits + unit_len..].to_owned();
     }
-    (total > 0 && total <= MAX_SPAN_SECS).then(|| Duration::from_secs(total))
+    match total {
+        0 => Err(Span::Unreadable),
+        total if total > MAX_SPAN_SECS => Err(Span::TooLong),
+        total => Ok(Duration::from_secs(total)),
+    }
 }
 
 fn parse_clock(text: &str) -> Option<NaiveTime> {
@@ -406,6 +429,15 @@ mod tests {
             Err(ScheduleError::BadInterval("soon".into()))
         );
         assert_eq!(every("0m x"), Err(ScheduleError::BadInterval("0m".into())));
+        for too_long in ["1000000d", "367d", "99999999999999999999999s"] {
+            let said = parse_every(&format!("{too_long} x"), &rules).map(|(s, _)| s.stored());
+            assert_eq!(said, Err(ScheduleError::TooLong(too_long.into())));
+        }
+        assert_eq!(every("366d x"), Ok(("every 31622400".into(), "x")));
+        assert_eq!(
+            at("in 400d x"),
+            Err(ScheduleError::TooLong("in 400d".into()))
+        );
         assert_eq!(every("10m"), Err(ScheduleError::NoPrompt));
         assert_eq!(every("\"* * * * *\" x"), Ok(("cron * * * * *".into(), "x")));
         let four_fields = every("\"0 9 * *\" x").unwrap_err().to_string();

@@ -80,6 +80,35 @@ pub(crate) trait ChatCommand: Sized {
     async fn run(self, chat: &mut Actor, replies: &Replies<'_>);
 }
 
+/// A choice named by one word (a model, an effort): none lists the choices, `default`
+/// goes back to the configured one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pick {
+    List,
+    Default,
+    Named(String),
+}
+
+impl Pick {
+    /// `argument` of `command` as a pick: one word of at most `max` characters.
+    fn parse(argument: &str, command: &str, max: usize) -> Result<Self, String> {
+        let length = argument.chars().count();
+        match argument {
+            "" => Ok(Pick::List),
+            default if default.eq_ignore_ascii_case("default") => Ok(Pick::Default),
+            _ if length > max => Err(format!(
+                "That name is {length} characters long; {command} takes at most {max}. \
+                 Nothing changed."
+            )),
+            _ if argument.chars().any(char::is_whitespace) => Err(format!(
+                "{command} takes one word; nothing changed. Say {command} alone to see the \
+                 choices."
+            )),
+            name => Ok(Pick::Named(name.to_owned())),
+        }
+    }
+}
+
 /// An argument that may be left out.
 fn optional(argument: &str) -> Option<String> {
     (!argument.is_empty()).then(|| argument.to_owned())

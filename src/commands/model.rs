@@ -3,14 +3,25 @@
 
 use tracing::info;
 
-use super::{Argument, ChatCommand, Spec, optional};
+use super::{Argument, ChatCommand, Pick, Spec};
 use crate::router::{Actor, Replies, texts};
 use chat::Chosen;
 use codex::{ModelConfig, ModelInfo};
 
 fn model_listing(current: &str, names: &str) -> String {
-    format!("Model: {current}\nChoices: {names}\nSay /model NAME to switch from the next turn on.")
+    format!(
+        "Model: {current}\nChoices: {names}\nSay /model NAME to switch from the next turn on, \
+         /model default to go back to the configured one."
+    )
 }
+
+fn back_to_configured(model: &str) -> String {
+    format!("This chat uses the configured model, {model}, from the next turn on.")
+}
+
+/// Longest model name taken: OpenAI's are under 40 characters, a provider's path-like
+/// ones (`accounts/fireworks/models/...`) under 100.
+const MAX_MODEL_NAME: usize = 128;
 
 fn no_such_model(name: &str, names: &str) -> String {
     format!("There is no model {name} here; nothing changed. Choices: {names}")
@@ -51,9 +62,9 @@ pub(super) fn model_names(models: &[ModelInfo], configured: Option<&str>) -> Str
     }
 }
 
-/// A model name; `None` lists the choices.
+/// A model name, the configured model, or the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Model(pub Option<String>);
+pub struct Model(pub Pick);
 
 impl ChatCommand for Model {
     const SPEC: Spec = Spec {
@@ -66,12 +77,12 @@ impl ChatCommand for Model {
         ..Spec::plain(
             "model",
             "Show or choose this chat's model",
-            "this chat's model and the choices; with a name, use it from the next turn",
+            "this chat's model and the choices; with a name, use it from the next turn (default: the configured one)",
         )
     };
 
     fn parse(name: &str) -> Result<Self, String> {
-        Ok(Model(optional(name)))
+        Pick::parse(name, "/model", MAX_MODEL_NAME).map(Model)
     }
 
     async fn run(self, chat: &mut Actor, replies: &Replies<'_>) {
@@ -80,14 +91,24 @@ impl ChatCommand for Model {
             Err(notice) => return replies.notice(notice),
         };
         let configured = config.model.as_deref();
-        let Some(name) = self.0 else {
-            let current = choices
-                .model
-                .clone()
-                .unwrap_or_else(|| chat.default_model(&models, &config));
-            let text = model_listing(&current, &model_names(&models, configured));
-            let options = model_options(&models, configured);
-            return replies.choices(text, &Self::SPEC, options);
+        let name = match self.0 {
+            Pick::Named(name) => name,
+            Pick::List => {
+                let current = choices
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| chat.default_model(&models, &config));
+                let text = model_listing(&current, &model_names(&models, configured));
+                let options = model_options(&models, configured);
+                return replies.choices(text, &Self::SPEC, options);
+            }
+            Pick::Default => {
+                let model = chat.default_model(&models, &config);
+                return match chat.session.choose(Chosen::Model(None)).await {
+                    Ok(()) => replies.notice(back_to_configured(&model)),
+                    Err(error) => replies.notice(texts::choice_unstored(&error)),
+                };
+            }
         };
         let (model, listed) = match pick_model(&models, &config, &name) {
             Some(ModelPick::Listed(model)) => (model.id.clone(), Some(model)),
@@ -183,9 +204,15 @@ mod tests {
     }
 
     #[test]
-    fn the_name_is_optional() {
-        assert_eq!(Model::parse(""), Ok(Model(None)));
-        assert_eq!(Model::parse("gpt-5"), Ok(Model(Some("gpt-5".into()))));
+    fn the_name_is_optional_one_word_and_bounded() {
+        assert_eq!(Model::parse(""), Ok(Model(Pick::List)));
+        assert_eq!(Model::parse("Default"), Ok(Model(Pick::Default)));
+        assert_eq!(Model::parse("gpt-5"), Ok(Model(Pick::Named("gpt-5".into()))));
+        let long = "m".repeat(MAX_MODEL_NAME + 1);
+        let refused = Model::parse(&long).unwrap_err();
+        assert!(refused.contains("129 characters long; /model takes at most 128"), "{refused}");
+        let two = Model::parse("gpt 5").unwrap_err();
+        assert!(two.starts_with("/model takes one word"), "{two}");
     }
 
     #[test]

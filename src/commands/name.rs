@@ -6,6 +6,14 @@ use crate::router::{Actor, Replies, texts};
 
 const NAME_WHICH: &str = "Say the name: /name TITLE (shown by /status and /threads).";
 
+/// Longest thread name taken: a line in `/status` and `/threads`, and Discord's limit
+/// for a thread's title.
+const MAX_NAME: usize = 100;
+
+fn name_too_long(length: usize) -> String {
+    format!("That name is {length} characters long; /name takes at most {MAX_NAME}. Nothing changed.")
+}
+
 fn named(name: &str) -> String {
     format!("This chat's thread is named \"{name}\" (shown by /status and /threads).")
 }
@@ -30,9 +38,10 @@ impl ChatCommand for Name {
 
     fn parse(title: &str) -> Result<Self, String> {
         let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
-        match title.is_empty() {
-            true => Err(NAME_WHICH.into()),
-            false => Ok(Name(title)),
+        match title.chars().count() {
+            0 => Err(NAME_WHICH.into()),
+            length if length > MAX_NAME => Err(name_too_long(length)),
+            _ => Ok(Name(title)),
         }
     }
 
@@ -53,5 +62,7 @@ mod tests {
     fn a_name_is_needed_and_its_white_space_folded() {
         assert_eq!(Name::parse(" the\n parser  fix"), Ok(Name("the parser fix".into())));
         assert_eq!(Name::parse(""), Err(NAME_WHICH.into()));
+        assert_eq!(Name::parse(&"é".repeat(101)), Err(name_too_long(101)));
+        assert!(Name::parse(&"é".repeat(100)).is_ok());
     }
 }

@@ -125,15 +125,31 @@ impl Session {
         self.live_server()?.known_rate_limits()
     }
 
-    /// What the chat chose, as the turn's overrides of what its thread runs with
-    /// (loaded by `start_turn` first).
+    /// The model a chat without a choice uses, and the default effort of `current` (the
+    /// model the chat runs on), as the actor worked them out from Codex's catalog and
+    /// config.
+    pub fn know_defaults(&mut self, model: String, current: String, effort: Option<String>) {
+        self.defaults = ModelDefaults {
+            model: Some(model),
+            effort: effort.map(|effort| (current, effort)),
+        };
+    }
+
+    /// What the chat chose (else the defaults, once known), as the turn's overrides of
+    /// what its thread runs with (loaded by `start_turn` first).
     pub(super) fn overrides(&self) -> TurnOverrides {
         let choices = self.choices.clone().unwrap_or_default();
         let permissions = self.permissions();
+        let model = choices.model.or_else(|| self.defaults.model.clone());
+        // A default effort is one model's: another model keeps its own.
+        let default_effort = match &self.defaults.effort {
+            Some((of, effort)) if Some(of) == model.as_ref() => Some(effort.clone()),
+            _ => None,
+        };
         let wanted = TurnOverrides {
             cwd: self.chosen_folder().map(|f| f.display().to_string()),
-            model: choices.model,
-            effort: choices.effort,
+            model,
+            effort: choices.effort.or(default_effort),
             approval_policy: Some(permissions.approval_policy),
             sandbox_policy: Some(permissions.sandbox),
         };
@@ -197,6 +213,14 @@ pub fn mode_permissions(mode: Mode) -> (SandboxMode, ApprovalPolicy) {
         Mode::Auto => (SandboxMode::WorkspaceWrite, ApprovalPolicy::OnRequest),
         Mode::Full => (SandboxMode::DangerFullAccess, ApprovalPolicy::Never),
     }
+}
+
+/// The model and effort a chat without a choice runs with, once worked out.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ModelDefaults {
+    model: Option<String>,
+    /// The default effort, and the model it is the default of.
+    effort: Option<(String, String)>,
 }
 
 #[cfg(test)]

@@ -90,6 +90,10 @@ pub struct Session {
     choices: Option<chat::ChatChoices>,
     /// Codex's configured model and provider for the chat's folder, once asked.
     model_config: Option<ModelConfig>,
+    /// The model and effort a chat without a choice uses, once worked out (`/model`,
+    /// `/effort`): a turn goes back to them after a choice is dropped, since Codex keeps
+    /// a thread on the last model and effort a turn named.
+    defaults: choices::ModelDefaults,
     /// The Codex server holding the chat's thread, once known (see `placement`).
     placed: std::sync::Mutex<Option<String>>,
 }
@@ -104,6 +108,7 @@ impl Session {
             asked: Vec::new(),
             choices: None,
             model_config: None,
+            defaults: choices::ModelDefaults::default(),
             placed: std::sync::Mutex::new(None),
         }
     }

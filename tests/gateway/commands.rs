@@ -274,6 +274,16 @@ async fn a_started_turn_is_delivered_even_if_the_database_fails() {
     let database = sqlx::SqlitePool::connect(&format!("sqlite://{}", env.database().display()))
         .await
         .unwrap();
+    // The answer goes out before its turn is written: wait for the write.
+    let written = "SELECT COUNT(*) FROM transcript WHERE text = 'Echo: first'";
+    while sqlx::query_scalar::<_, i64>(written)
+        .fetch_one(&database)
+        .await
+        .unwrap()
+        == 0
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     sqlx::query("ALTER TABLE transcript RENAME TO transcript_away")
         .execute(&database)
         .await

@@ -463,3 +463,81 @@ async fn review_posts_codex_findings_like_a_reply() {
     assert_eq!(env.model.request_for("thanks").thread_id(), Some(thread));
     env.shut_down(app).await;
 }
+
+/// `/model default` and `/effort default` go back to the configured ones (Codex keeps a
+/// thread on the last model and effort a turn named, so the turn names them again), and
+/// names are bounded: a 10 KB name is refused at once, stored nowhere and echoed nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_goes_back_to_the_configured_model_and_long_names_are_refused() {
+    let env = TestEnv::new().await;
+    let app = env.start().await;
+    let mut chat = Chat::new("chooser");
+    chat.send(&app, "/model");
+    let listing = chat.notice("Choices:").await;
+    let listed = listing
+        .split("(configured), ")
+        .nth(1)
+        .and_then(|rest| rest.split([',', '\n']).next())
+        .expect("a model Codex lists")
+        .trim()
+        .to_owned();
+    chat.send(&app, &format!("/model {listed}"));
+    chat.notice("from the next turn on").await;
+    chat.send(&app, "/effort");
+    let efforts = chat.notice("Reasoning effort:").await;
+    let listed_default = efforts
+        .strip_prefix("Reasoning effort: ")
+        .and_then(|rest| rest.lines().next())
+        .unwrap()
+        .to_owned();
+    let other = ["low", "high"]
+        .into_iter()
+        .find(|level| *level != listed_default)
+        .unwrap();
+    chat.send(&app, &format!("/effort {other}"));
+    chat.notice("effort from the next turn on").await;
+    chat.ask(&app, "on a listed model").await;
+    let request = env.model.request_for("on a listed model");
+    assert_eq!(request.body["model"], listed.as_str());
+    assert_eq!(request.body["reasoning"]["effort"], other);
+
+    chat.send(&app, "/effort default");
+    let back = chat.notice("configured effort").await;
+    assert!(back.contains(&listed_default), "{back}");
+    chat.ask(&app, "on the default effort").await;
+    let request = env.model.request_for("on the default effort");
+    assert_eq!(request.body["reasoning"]["effort"], listed_default.as_str());
+
+    chat.send(&app, "/model default");
+    let back = chat.notice("configured model").await;
+    assert_eq!(
+        back,
+        "This chat uses the configured model, mock-model, from the next turn on."
+    );
+    chat.ask(&app, "on the configured model").await;
+    let request = env.model.request_for("on the configured model");
+    assert_eq!(request.body["model"], "mock-model");
+
+    // The provider's own model has no default effort: Codex cannot be told to drop one.
+    chat.send(&app, "/effort high");
+    chat.notice("high effort from the next turn on").await;
+    chat.send(&app, "/effort default");
+    let kept = chat.notice("keeps high effort").await;
+    assert!(kept.contains("/new starts a thread without it"), "{kept}");
+
+    let long = "x".repeat(10 * 1024);
+    chat.send(&app, &format!("/model {long}"));
+    let refused = chat.notice("characters long").await;
+    assert!(refused.contains("/model takes at most 128"), "{refused}");
+    chat.send(&app, &format!("/name {long}"));
+    let refused = chat.notice("characters long").await;
+    assert!(refused.contains("/name takes at most 100"), "{refused}");
+    chat.send(&app, "/status");
+    let status = chat.notice("Model:").await;
+    assert!(status.contains("Model: mock-model"), "{status}");
+    assert!(
+        !status.contains("xxxxxxxx"),
+        "a refused name was kept: {status}"
+    );
+    env.shut_down(app).await;
+}

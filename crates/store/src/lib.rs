@@ -428,7 +428,11 @@ mod tests {
             matches!(error, StoreError::NewerVersion { applied: 9999, known: k, .. } if k == known),
             "{error}"
         );
-        assert!(error.to_string().contains("written by a newer codex-gateway"));
+        assert!(
+            error
+                .to_string()
+                .contains("written by a newer codex-gateway")
+        );
     }
 
     /// A value this gateway does not know is an error naming the column, never read as

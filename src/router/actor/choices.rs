@@ -19,6 +19,13 @@ impl Actor {
         let config = config.map_err(|error| texts::models_unlisted(&error))?;
         let choices = self.session.choices().await;
         let choices = choices.map_err(|error| texts::choices_unreadable(&error))?;
+        let model = self.default_model(&models, &config);
+        let current = choices.model.clone().unwrap_or_else(|| model.clone());
+        let effort = config.model_reasoning_effort.clone().or_else(|| {
+            let listed = models.iter().find(|m| m.id == current);
+            listed.and_then(|m| m.default_reasoning_effort.clone())
+        });
+        self.session.know_defaults(model, current, effort);
         Ok((models, config, choices))
     }
 
