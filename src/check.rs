@@ -41,6 +41,9 @@ pub async fn run(config: &Config, file: Option<&Path>) -> Result<(), String> {
         }
         Err(error) => problems.push(error.to_string()),
     }
+    for warning in config::secret_warnings(config, crate::running_as_root()) {
+        println!("warning: {warning}");
+    }
     for problem in check_platforms(config).await {
         problems.push(problem);
     }

@@ -16,7 +16,7 @@ pub use codex::{ApprovalPolicy, SandboxMode};
 pub use hygiene::CompactionMode;
 use hygiene::Policy;
 use read::{by_name, id_list};
-pub use tokens::{Secret, TokenOf, shape_problem};
+pub use tokens::{Secret, TokenOf, secret_warnings, shape_problem};
 use tokens::{read_token, token_from_file};
 pub use workers::RemoteConfig;
 
@@ -433,6 +433,7 @@ impl Config {
             .find(|(name, value)| name == key_name && !value.is_empty())
             .map(|(_, value)| Secret::new(value.clone()));
         config.validate()?;
+        tokens::refuse_secrets_in_codex_env(&config)?;
         Ok(config)
     }
 

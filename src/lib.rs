@@ -370,8 +370,18 @@ pub async fn run(config: &Config, shutdown: impl Future<Output = ()>) -> Result<
     started
 }
 
-/// A token that does not look like one is said before its API refuses it.
-fn warn_of_token_shapes(config: &Config) {
+/// Whether the gateway runs as root (Codex would too, without `run_as`).
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A token that does not look like one is said before its API refuses it; a setting that
+/// hands Codex a secret is said too.
+fn warn_of_setup(config: &Config) {
+    for warning in config::secret_warnings(config, running_as_root()) {
+        warn!("{warning}");
+    }
     let tokens = [
         (
             "telegram",
@@ -455,7 +465,7 @@ impl Serving {
             })?;
         self.server = Some(server);
         let (telegram, discord) = (&config.telegram, &config.discord);
-        warn_of_token_shapes(config);
+        warn_of_setup(config);
         if let Some(token) = telegram.token.as_ref().filter(|_| telegram.enabled) {
             let router = app.router().clone();
             let inbox = app.inbox().clone();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::{Config, ConfigError};
 
 /// A credential: deserialized like a string, never printed.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
@@ -117,6 +117,52 @@ pub fn shape_problem(of: TokenOf, token: &str) -> Option<&'static str> {
     }
 }
 
+/// `[codex.env]` must not hand Codex one of the gateway's own secrets: everything Codex
+/// runs could read it.
+pub(super) fn refuse_secrets_in_codex_env(config: &Config) -> Result<(), ConfigError> {
+    let secrets = config.secrets();
+    for (name, value) in &config.codex.env {
+        if secrets.iter().any(|secret| secret.expose() == value.trim()) {
+            return Err(ConfigError::Rule(format!(
+                "codex.env.{name} holds one of the gateway's tokens; Codex and every command \
+                 it runs could read it. Remove it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What in the config may hand Codex a secret, said at start and by `check-config`: a
+/// bot token in `[codex.env]`, or root without `run_as` (Codex then reads the config,
+/// the token files and the database).
+pub fn secret_warnings(config: &Config, running_as_root: bool) -> Vec<String> {
+    let mut warnings: Vec<String> = config
+        .codex
+        .env
+        .iter()
+        .filter(|(_, value)| {
+            [TokenOf::Telegram, TokenOf::Discord]
+                .into_iter()
+                .any(|of| shape_problem(of, value).is_none())
+        })
+        .map(|(name, _)| {
+            format!(
+                "codex.env.{name} looks like a bot token; Codex and every command it runs can \
+                 read it"
+            )
+        })
+        .collect();
+    if running_as_root && config.codex.run_as.is_none() {
+        warnings.push(
+            "the gateway runs as root without codex.run_as: Codex and every command it runs \
+             can read the config, the token files and the database; set codex.run_as to a \
+             user of its own (see the README)"
+                .into(),
+        );
+    }
+    warnings
+}
+
 const TELEGRAM_SHAPE: &str = "does not look like a Telegram bot token (digits, a colon, then \
      about 35 letters, digits, - and _, as @BotFather gives it)";
 const DISCORD_SHAPE: &str = "does not look like a Discord bot token (three parts joined by \
@@ -125,6 +171,38 @@ const DISCORD_SHAPE: &str = "does not look like a Discord bot token (three parts
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_for_codex_are_refused_or_named() {
+        let mut config = Config::default();
+        config.telegram.token = Some(Secret::new(
+            "123456789:AAHk2-ZDTuQ_qsE1r3FhZ9xYkLmN0pQrStU".into(),
+        ));
+        config.codex.env.insert(
+            "LEAK".into(),
+            "123456789:AAHk2-ZDTuQ_qsE1r3FhZ9xYkLmN0pQrStU".into(),
+        );
+        let refused = refuse_secrets_in_codex_env(&config)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("codex.env.LEAK holds one of the gateway's tokens"),
+            "{refused}"
+        );
+
+        config.telegram.token = None;
+        config
+            .codex
+            .env
+            .insert("OPENAI_API_KEY".into(), "sk-proj-abc".into());
+        assert!(refuse_secrets_in_codex_env(&config).is_ok());
+        let warned = secret_warnings(&config, false);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].starts_with("codex.env.LEAK looks like a bot token"));
+        assert_eq!(secret_warnings(&config, true).len(), 2);
+        config.codex.run_as = Some("codex".into());
+        assert_eq!(secret_warnings(&config, true).len(), 1);
+    }
 
     #[test]
     fn real_looking_tokens_pass() {

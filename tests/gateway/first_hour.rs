@@ -222,3 +222,49 @@ async fn relative_paths_follow_the_config_file_not_the_current_folder() {
     );
     assert!(database.exists());
 }
+
+/// A bot token handed to Codex through `[codex.env]` is refused; a value shaped like one
+/// is named; run as root without `run_as`, the gateway says Codex can read its secrets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_handed_to_codex_are_refused_or_named() {
+    let env = TestEnv::new().await;
+    let token = "123456789:AAHk2-ZDTuQ_qsE1r3FhZ9xYkLmN0pQrStU";
+    let base = std::fs::read_to_string(env.config_file("")).unwrap();
+    let config = env.dir.path().join("with-env.toml");
+    let check_with_env = |extra: String, envs: Vec<(&'static str, String)>| {
+        let changed = base.replace(
+            "env = { MOCK_API_KEY = \"test-key\" }",
+            &format!("env = {{ MOCK_API_KEY = \"test-key\", {extra} }}"),
+        );
+        assert_ne!(changed, base, "the test config changed shape");
+        std::fs::write(&config, changed).unwrap();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_codex-gateway"));
+        command
+            .args(["check-config", "--config"])
+            .arg(&config)
+            .envs(envs);
+        tokio::task::spawn_blocking(move || command.output().unwrap())
+    };
+    let envs = vec![("CODEX_GATEWAY__TELEGRAM__TOKEN", token.to_owned())];
+    let output = check_with_env(format!("LEAK = \"{token}\""), envs)
+        .await
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("codex.env.LEAK holds one of the gateway's tokens"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(token), "the token was printed: {stderr}");
+
+    let output = check_with_env(format!("OTHER_BOT = \"{token}\""), Vec::new())
+        .await
+        .unwrap();
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("warning: codex.env.OTHER_BOT looks like a bot token"),
+        "{stdout}"
+    );
+    let root = stdout.contains("warning: the gateway runs as root without codex.run_as");
+    assert_eq!(root, codex_gateway::running_as_root(), "{stdout}");
+}
