@@ -18,7 +18,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::instant::{thread_settings, turn_completed};
 use crate::support::binary::{self, ALICE};
-use crate::support::telegram::FakeTelegram;
+use crate::support::telegram::{FakeTelegram, TOKEN};
 use crate::support::{TestEnv, codex_binary, free_port};
 use crate::tap;
 
@@ -254,7 +254,7 @@ async fn bare_turn(
 /// time until the client has the answer (the platform's and HTTP's share of a message).
 async fn bare_poll(client: &reqwest::Client, telegram: &FakeTelegram, i: usize) -> Duration {
     let polls = telegram.polls().len();
-    let url = format!("{}/bot123:BARE/getUpdates", telegram.url);
+    let url = format!("{}/bot{}/getUpdates", telegram.url, TOKEN);
     let offset = i as i64 + 1;
     let request = client
         .post(url)

@@ -22,6 +22,7 @@ mod hygiene;
 mod inbox;
 mod isolation;
 mod live_work;
+mod log_hygiene;
 mod operations;
 mod processes;
 mod schedule;

@@ -158,8 +158,6 @@ impl TestEnv {
         App::start(&config).await.expect("app starts")
     }
 
-    /// Running processes whose CODEX_HOME is this environment's: the app-servers started
-    /// for it (by the test or by a gateway binary it ran).
     /// Waits until the model has been asked `text`: the turn that carries it runs.
     pub async fn model_asked(&self, text: &str) {
         let deadline = std::time::Instant::now() + ANSWER_TIMEOUT;
@@ -188,6 +186,8 @@ impl TestEnv {
         pids
     }
 
+    /// Running processes whose CODEX_HOME is this environment's: the app-servers started
+    /// for it (by the test or by a gateway binary it ran).
     pub fn codex_processes(&self) -> Vec<u32> {
         let marker = format!("CODEX_HOME={}", self.codex_home().display());
         std::fs::read_dir("/proc")
