@@ -97,6 +97,58 @@ async fn new_slash_command_is_deferred_answered_and_starts_over() {
     );
 }
 
+/// A session Discord will not resume (4009: timed out) is identified anew, and Discord
+/// replays nothing to it: what was sent for the bot meanwhile is read back and answered,
+/// once, and nothing answered before is answered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_while_the_session_was_lost_are_read_back_once() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(LISTED, ALICE, &[], "before the drop");
+    dc.wait_for_content(LISTED, |t| t == "Echo: before the drop")
+        .await;
+    let identified = dc.identifies();
+    // Sent as the session dies: Discord dispatches them to no one.
+    dc.channel_message_while_away(LISTED, ALICE, "while away");
+    dc.channel_message_while_away(LISTED, MALLORY, "a stranger while away");
+    dc.close_gateway(4009);
+    dc.wait_for_content(LISTED, |t| t == "Echo: while away")
+        .await;
+    assert_eq!(dc.identifies(), identified + 1, "not identified anew");
+    dc.channel_message(LISTED, ALICE, &[], "once back");
+    dc.wait_for_content(LISTED, |t| t == "Echo: once back")
+        .await;
+    let answers: Vec<String> = dc.contents(LISTED).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        answers,
+        [
+            "Echo: before the drop",
+            "Echo: while away",
+            "Echo: once back"
+        ],
+        "answered twice, or a stranger's message taken"
+    );
+    let read_back = dc.calls("GET", &format!("/channels/{LISTED}/messages"));
+    assert_eq!(read_back.len(), 1, "{read_back:?}");
+    gateway.stop().await;
+}
+
+/// A thread's parent is looked up once; a lookup Discord fails for a moment (a 500) is
+/// tried again, not the end of the message it is for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_channel_lookup_is_retried_not_a_dropped_message() {
+    let (_env, dc, config) = setup().await;
+    dc.add_thread(THREAD, LISTED);
+    let gateway = start(&dc, &config).await;
+    dc.fail_next("GET", &format!("/channels/{THREAD}"), 500);
+    dc.channel_message(THREAD, ALICE, &[], "after a hiccup");
+    dc.wait_for_content(THREAD, |t| t == "Echo: after a hiccup")
+        .await;
+    let lookups = dc.calls("GET", &format!("/channels/{THREAD}"));
+    assert_eq!(lookups.len(), 2, "tried once more after the 500");
+    gateway.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_and_its_parent_channel_are_separate_conversations() {
     let (env, dc, config) = setup().await;

@@ -216,9 +216,11 @@ pub(super) fn no_pings() -> CreateAllowedMentions {
     CreateAllowedMentions::new()
 }
 
-/// Discord's errors under the shared retry policy: 429s and server errors pass.
+/// Discord's errors under the shared retry policy: 429s, server errors and no answer at
+/// all (the network) pass.
 fn classify(error: &serenity::Error) -> Failure {
     match error {
+        serenity::Error::Http(serenity::http::HttpError::Request(_)) => Failure::Transient,
         serenity::Error::Http(http) => http
             .status_code()
             .map_or(Failure::Final, |status| retry::by_status(status.as_u16())),
@@ -226,7 +228,8 @@ fn classify(error: &serenity::Error) -> Failure {
     }
 }
 
-async fn call<R, F>(request: impl Fn() -> F) -> Result<R, Unsent>
+/// One REST call under the retry policy (logged when it gives up).
+pub(super) async fn call<R, F>(request: impl Fn() -> F) -> Result<R, Unsent>
 where
     F: Future<Output = serenity::Result<R>>,
 {

@@ -8,6 +8,7 @@ mod delivery;
 mod inbound;
 mod inbox;
 mod order;
+mod read_back;
 mod state;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,6 +65,8 @@ struct Intake {
     inbox: Inbox,
     /// Raised once the messages left from before the last stop were handed on.
     replayed: AtomicBool,
+    /// The last message seen in each channel, for what a new session missed.
+    last_seen: read_back::LastSeen,
     /// Refusals to strangers writing DMs, paced off the event handlers.
     refusals: Refusals<(ChannelId, u64)>,
     in_order: InOrder,
@@ -108,6 +111,7 @@ pub async fn start(
         parents: ThreadParents::default(),
         inbox,
         replayed: AtomicBool::new(false),
+        last_seen: read_back::LastSeen::default(),
         refusals,
     });
     let pace = Pace::from_millis(config.edit_interval_ms, config.first_flush_ms);
@@ -228,17 +232,16 @@ impl EventHandler for Handler {
             if let Some(outbox) = outbox {
                 self.0.router.attach_jobs(Platform::Discord, outbox, true);
             }
+        } else {
+            // A new session after a lost one: Discord replays nothing to it.
+            read_back::read_back(&self.0).await;
         }
         register_commands(&self.0.rest, &self.0.config.guild_ids).await;
     }
 
     async fn message(&self, _ctx: Context, message: Message) {
-        // Only what a person wrote: not bots, not system messages (pins, joins, threads).
-        let written = matches!(
-            message.kind,
-            MessageType::Regular | MessageType::InlineReply
-        );
-        if message.author.bot || !written || self.0.stopped.load(Ordering::SeqCst) {
+        self.0.last_seen.saw(&message);
+        if !is_persons_message(&message) || self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
         self.0.on_message(message, None).await;
@@ -397,7 +400,9 @@ impl Intake {
         let parent = match known {
             Some(parent) => parent,
             None => {
-                let parent = match self.rest.get_channel(channel).await {
+                // A lookup that fails for a moment must not drop the message it is for.
+                let lookup = delivery::call(|| self.rest.get_channel(channel)).await;
+                let parent = match lookup {
                     Ok(serenity::all::Channel::Guild(c))
                         if matches!(
                             c.kind,
@@ -407,8 +412,11 @@ impl Intake {
                         c.parent_id
                     }
                     Ok(_) => None,
-                    Err(error) => {
-                        warn!(%error, "discord: could not look up a channel");
+                    Err(_) => {
+                        error!(
+                            channel = channel.get(),
+                            "discord: could not look up a channel; a message there is not taken"
+                        );
                         return false;
                     }
                 };
@@ -513,6 +521,15 @@ struct Author {
 
 fn refusal(user_id: u64) -> String {
     texts::stranger_refusal("Discord", "discord.allowed_users", user_id)
+}
+
+/// Only what a person wrote: not bots, not system messages (pins, joins, threads).
+fn is_persons_message(message: &Message) -> bool {
+    let written = matches!(
+        message.kind,
+        MessageType::Regular | MessageType::InlineReply
+    );
+    written && !message.author.bot
 }
 
 fn chat_key(channel: ChannelId) -> ChatKey {

@@ -47,6 +47,9 @@ struct Inner {
     /// Files sent with the bot's messages: id -> [(file name, content)].
     attachments: Mutex<BTreeMap<u64, Vec<(String, String)>>>,
     threads: Mutex<HashMap<u64, u64>>,
+    /// Every message people sent, by id, as Discord keeps a channel's history (read back
+    /// with `GET /channels/{id}/messages`).
+    history: Mutex<BTreeMap<u64, Value>>,
     /// Files people attached, served under `/attachments/<id>/<name>` like Discord's CDN.
     cdn: Mutex<HashMap<String, Vec<u8>>>,
     /// (method, path part, status): answered once each to the next matching REST call.
@@ -148,6 +151,9 @@ impl FakeDiscord {
 
     /// Sends any gateway event, as Discord would dispatch it.
     pub fn dispatch(&self, event: &str, data: Value) {
+        if event == "MESSAGE_CREATE" {
+            self.keep(&data);
+        }
         let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
         let connection = self.inner.connection.lock().unwrap();
@@ -156,6 +162,27 @@ impl FakeDiscord {
             .expect("bot connected")
             .send(Outgoing::Text(frame))
             .unwrap();
+    }
+
+    fn keep(&self, message: &Value) {
+        let id = message["id"]
+            .as_str()
+            .and_then(|id| id.parse().ok())
+            .unwrap_or(0);
+        self.inner
+            .history
+            .lock()
+            .unwrap()
+            .insert(id, message.clone());
+    }
+
+    /// A guild message sent while the bot has no gateway session: kept in the channel's
+    /// history, dispatched to nobody (Discord replays nothing to a new session).
+    pub fn channel_message_while_away(&self, channel: u64, author: u64, content: &str) {
+        let mut data = message(self.next_id(), channel, author, content, true);
+        data["member"] = member(author, &[]);
+        data["member"].as_object_mut().unwrap().remove("user");
+        self.keep(&data);
     }
 
     /// A guild message in `channel` from `author` with `roles`.
@@ -368,6 +395,7 @@ async fn rest(
     State(inner): State<Arc<Inner>>,
     method: Method,
     Path(path): Path<String>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -428,6 +456,9 @@ async fn rest(
                 })
                 .collect(),
         )),
+        ("GET", ["channels", channel, "messages"]) => {
+            json(Value::Array(history(&inner, channel, query.as_deref())))
+        }
         ("GET", ["channels", channel]) => {
             let id: u64 = channel.parse().unwrap_or(0);
             let parent = inner.threads.lock().unwrap().get(&id).copied();
@@ -515,6 +546,33 @@ fn form_body(parts: Vec<super::multipart::Part>) -> Value {
     }
     body["files"] = Value::Array(files);
     body
+}
+
+/// A channel's messages after `?after=` (at most `limit`, 50 by default), newest first,
+/// the bot's own among them, as Discord answers.
+fn history(inner: &Inner, channel: &str, query: Option<&str>) -> Vec<Value> {
+    let channel: u64 = channel.parse().unwrap_or(0);
+    let param = |name: &str| {
+        url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .find(|(key, _)| key == name)
+            .and_then(|(_, value)| value.parse::<u64>().ok())
+    };
+    let after = param("after").unwrap_or(0);
+    let limit = param("limit").unwrap_or(50) as usize;
+    let people = inner.history.lock().unwrap().clone();
+    let bots = inner.messages.lock().unwrap().clone();
+    let mut found: Vec<(u64, Value)> = people
+        .into_iter()
+        .filter(|(id, m)| *id > after && m["channel_id"] == channel.to_string())
+        .chain(
+            bots.into_iter()
+                .filter(|(id, (c, _))| *id > after && *c == channel)
+                .map(|(id, (c, content))| (id, message(id, c, BOT_ID, &content, true))),
+        )
+        .collect();
+    found.sort_by_key(|(id, _)| *id);
+    found.truncate(limit);
+    found.into_iter().rev().map(|(_, m)| m).collect()
 }
 
 async fn gateway(State(inner): State<Arc<Inner>>, upgrade: WebSocketUpgrade) -> Response {
