@@ -550,8 +550,8 @@ fn form_body(parts: Vec<super::multipart::Part>) -> Value {
 
 /// A channel's messages after `?after=` (at most `limit`, 50 by default), newest first,
 /// the bot's own among them, as Discord answers.
-fn history(inner: &Inner, channel: &str, query: Option<&str>) -> Vec<Value> {
-    let channel: u64 = channel.parse().unwrap_or(0);
+fn history(inner: &Inner, channel_id: &str, query: Option<&str>) -> Vec<Value> {
+    let channel: u64 = channel_id.parse().unwrap_or(0);
     let param = |name: &str| {
         url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
             .find(|(key, _)| key == name)
@@ -563,7 +563,7 @@ fn history(inner: &Inner, channel: &str, query: Option<&str>) -> Vec<Value> {
     let bots = inner.messages.lock().unwrap().clone();
     let mut found: Vec<(u64, Value)> = people
         .into_iter()
-        .filter(|(id, m)| *id > after && m["channel_id"] == channel.to_string())
+        .filter(|(id, m)| *id > after && m["channel_id"].as_str() == Some(channel_id))
         .chain(
             bots.into_iter()
                 .filter(|(id, (c, _))| *id > after && *c == channel)
