@@ -20,6 +20,8 @@ pub struct Arrived<'a> {
     pub key: String,
     /// The platform's update as JSON.
     pub payload: &'a str,
+    /// Where it was sent, for a platform that reads places back (Discord: the channel).
+    pub place: Option<&'a str>,
 }
 
 /// What became of an arrived message.
@@ -52,6 +54,7 @@ impl Inbox {
             .map(|message| store::Accepted {
                 key: message.key.clone(),
                 payload: message.payload,
+                place: message.place,
             })
             .collect();
         match self.store.accept(platform, &accepted, next_offset).await {
@@ -67,6 +70,14 @@ impl Inbox {
                 arrived.iter().map(|_| Acceptance::Unstored).collect()
             }
         }
+    }
+
+    /// Each place's newest kept message: (place, its key).
+    pub async fn newest_by_place(
+        &self,
+        platform: Platform,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        self.store.newest_by_place(platform).await
     }
 
     /// Where the platform's stream continues (Telegram's next update id), if stored.
@@ -180,6 +191,7 @@ mod tests {
         Arrived {
             key: key.into(),
             payload: "{}",
+            place: None,
         }
     }
 

@@ -133,6 +133,36 @@ async fn messages_sent_while_the_session_was_lost_are_read_back_once() {
     gateway.stop().await;
 }
 
+/// Discord replays nothing to a gateway that was down: at start each channel kept in the
+/// inbox is read back from its newest kept message, and what was sent meanwhile is
+/// answered, once; what the last run answered is not answered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_while_the_gateway_was_down_are_read_back_at_start() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(LISTED, ALICE, &[], "before the stop");
+    dc.wait_for_content(LISTED, |t| t == "Echo: before the stop")
+        .await;
+    gateway.stop().await;
+    dc.channel_message_while_away(LISTED, ALICE, "while it was down");
+    let gateway = start(&dc, &config).await;
+    dc.wait_for_content(LISTED, |t| t == "Echo: while it was down")
+        .await;
+    dc.channel_message(LISTED, ALICE, &[], "after the start");
+    dc.wait_for_content(LISTED, |t| t == "Echo: after the start")
+        .await;
+    let answers: Vec<String> = dc.contents(LISTED).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        answers,
+        [
+            "Echo: before the stop",
+            "Echo: while it was down",
+            "Echo: after the start"
+        ]
+    );
+    gateway.stop().await;
+}
+
 /// A thread's parent is looked up once; a lookup Discord fails for a moment (a 500) is
 /// tried again, not the end of the message it is for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,8 @@ pub struct Accepted<'a> {
     pub key: String,
     /// The update as JSON, to be handled again after a restart.
     pub payload: &'a str,
+    /// Where it was sent, for a platform that reads places back (Discord: the channel).
+    pub place: Option<&'a str>,
 }
 
 /// A message accepted before the last stop and not yet handled, at the stage it reached.
@@ -85,12 +87,13 @@ impl Store {
         let mut query = QueryBuilder::<Sqlite>::new("");
         if !accepted.is_empty() {
             let accepted_at = now();
-            query.push("INSERT INTO inbox (platform, message_key, payload, accepted_at) ");
+            query.push("INSERT INTO inbox (platform, message_key, payload, accepted_at, place) ");
             query.push_values(accepted, |mut row, message| {
                 row.push_bind(platform.name())
                     .push_bind(&message.key)
                     .push_bind(message.payload)
-                    .push_bind(accepted_at);
+                    .push_bind(accepted_at)
+                    .push_bind(message.place);
             });
             query
                 .push(" ON CONFLICT (platform, message_key) DO NOTHING RETURNING message_key, id;");
@@ -116,6 +119,21 @@ impl Store {
             .iter()
             .map(|message| stored.remove(&message.key))
             .collect())
+    }
+
+    /// Each place's newest kept message: (place, its key), in no order.
+    pub async fn newest_by_place(
+        &self,
+        platform: Platform,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT place, message_key FROM inbox WHERE id IN (
+                 SELECT MAX(id) FROM inbox
+                 WHERE platform = ?1 AND place IS NOT NULL GROUP BY place)",
+        )
+        .bind(platform.name())
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     /// The platform's messages not yet handled, oldest first; done ones past their
@@ -197,7 +215,37 @@ mod tests {
         Accepted {
             key: key.into(),
             payload,
+            place: None,
         }
+    }
+
+    #[tokio::test]
+    async fn each_places_newest_message_is_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("gateway.db")).await.unwrap();
+        let in_place = |key: &str, place: &'static str| Accepted {
+            key: key.into(),
+            payload: "{}",
+            place: Some(place),
+        };
+        let batch = [
+            in_place("10", "a"),
+            in_place("11", "b"),
+            in_place("12", "a"),
+        ];
+        store.accept(Platform::Discord, &batch, None).await.unwrap();
+        store
+            .accept(Platform::Discord, &[message("13", "{}")], None)
+            .await
+            .unwrap();
+        let mut newest = store.newest_by_place(Platform::Discord).await.unwrap();
+        newest.sort();
+        assert_eq!(
+            newest,
+            [("a".into(), "12".into()), ("b".into(), "11".into())]
+        );
+        let telegram = store.newest_by_place(Platform::Telegram).await.unwrap();
+        assert!(telegram.is_empty());
     }
 
     #[tokio::test]

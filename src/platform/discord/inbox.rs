@@ -17,9 +17,11 @@ pub(super) async fn accept(inbox: &Inbox, message: &Message) -> Acceptance {
             return Acceptance::Unstored;
         }
     };
+    let channel = message.channel_id.get().to_string();
     let arrived = Arrived {
         key: message.id.get().to_string(),
         payload: &payload,
+        place: Some(&channel),
     };
     let accepted = inbox.accept(Platform::Discord, &[arrived], None).await;
     accepted.into_iter().next().unwrap_or(Acceptance::Unstored)

@@ -227,6 +227,9 @@ impl EventHandler for Handler {
         // Once per process: a reconnect's `ready` must not hand them on again.
         if !self.0.replayed.swap(true, Ordering::SeqCst) {
             inbox::replay(&self.0).await;
+            // What was sent while the gateway was away: Discord replays none of it.
+            read_back::seed_from_inbox(&self.0).await;
+            read_back::read_back(&self.0).await;
             // Scheduled answers wait until Discord can take them.
             let outbox = self.0.outbox.lock().expect("lock").clone();
             if let Some(outbox) = outbox {

@@ -1,9 +1,10 @@
 //! What a new gateway session missed. Serenity RESUMEs a dropped connection when Discord
 //! lets it, and Discord then replays what was sent meanwhile; when it must IDENTIFY again
-//! (the session timed out, 4009, or was invalidated) nothing is replayed. So each channel
-//! the bot saw a message in is read back from the last one it saw, and what a person sent
-//! for the bot since is taken as if it had just come; the durable inbox (a message's
-//! snowflake is its key) keeps one that did come from being taken twice.
+//! (the session timed out, 4009, or was invalidated, or the gateway restarted) nothing is
+//! replayed. So each channel the bot saw a message in (this run, or kept in the inbox
+//! from the last) is read back from the last one it saw, and what a person sent for the
+//! bot since is taken as if it had just come; the durable inbox (a message's snowflake is
+//! its key) keeps one that did come from being taken twice.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -12,6 +13,7 @@ use serenity::all::{ChannelId, GetMessages, Message, MessageId};
 use tracing::{info, warn};
 
 use super::{Intake, delivery};
+use chat::Platform;
 
 /// Channels remembered; past that the oldest are forgotten (a channel quiet that long has
 /// nothing to read back).
@@ -39,9 +41,35 @@ impl LastSeen {
         *last = (*last).max(message.id);
     }
 
+    /// A mark from before this run: an older one wins, so a message that came live first
+    /// does not hide the gap before it.
+    fn seed(&self, channel: ChannelId, id: MessageId) {
+        let mut seen = self.0.lock().expect("lock");
+        let mark = seen.entry(channel).or_insert(id);
+        *mark = (*mark).min(id);
+    }
+
     fn channels(&self) -> Vec<(ChannelId, MessageId)> {
         let seen = self.0.lock().expect("lock");
         seen.iter().map(|(channel, id)| (*channel, *id)).collect()
+    }
+}
+
+/// Marks each channel with the newest message the inbox kept from it (the last run's).
+pub(super) async fn seed_from_inbox(intake: &Intake) {
+    let newest = match intake.inbox.newest_by_place(Platform::Discord).await {
+        Ok(newest) => newest,
+        Err(error) => return warn!(%error, "discord: cannot read where the last run stopped"),
+    };
+    for (channel, key) in newest {
+        let (Ok(channel), Ok(key)) = (channel.parse::<u64>(), key.parse::<u64>()) else {
+            continue;
+        };
+        if channel != 0 && key != 0 {
+            intake
+                .last_seen
+                .seed(ChannelId::new(channel), MessageId::new(key));
+        }
     }
 }
 

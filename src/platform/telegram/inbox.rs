@@ -41,7 +41,11 @@ pub(super) async fn accept(
         .filter_map(|(update, payload)| {
             let payload = payload.as_deref()?;
             let key = update.id.0.to_string();
-            Some(Arrived { key, payload })
+            Some(Arrived {
+                key,
+                payload,
+                place: None,
+            })
         })
         .collect();
     let mut accepted = inbox
