@@ -188,6 +188,10 @@ fn main() -> ExitCode {
             if std::env::args().any(|a| a == "throughput") {
                 return throughput().await;
             }
+            // `scripts/soak`: a long seeded chaos run, alone.
+            if std::env::args().any(|a| a == "soak") {
+                return soak().await;
+            }
             let parts = ["alone", "codex", "outside", "long"];
             let only = |part: &str| {
                 !std::env::args().any(|a| parts.contains(&a.as_str()))
@@ -207,6 +211,29 @@ fn main() -> ExitCode {
             }
         });
     ExitCode::SUCCESS
+}
+
+/// The chaos run of `support/soak.rs` at `SOAK_SEED` for `SOAK_MINUTES` (30): 30
+/// messages and 4 faults a minute. Its table goes to docs/benchmarks.md.
+async fn soak() {
+    let number = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(default)
+    };
+    let minutes = number("SOAK_MINUTES", 30);
+    let plan = support::soak::Plan {
+        seed: number("SOAK_SEED", 1),
+        duration: Duration::from_secs(minutes * 60),
+        messages: (minutes * 30) as usize,
+        faults: (minutes * 4) as usize,
+    };
+    let report = support::soak::run(plan).await;
+    println!("| chaos run | |\n|---|---|\n{}", report.table(&plan));
+    if !report.problems.is_empty() {
+        std::process::exit(1);
+    }
 }
 
 /// Commands in the long turn, one every [`LONG_STEP`]: ten minutes of work.

@@ -8,6 +8,7 @@ mod support;
 
 mod attachments;
 mod both_platforms;
+mod chaos;
 mod codex_requests;
 mod commands;
 mod commands_everywhere;

@@ -157,11 +157,16 @@ impl FakeDiscord {
         let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
         let connection = self.inner.connection.lock().unwrap();
-        connection
-            .as_ref()
-            .expect("bot connected")
-            .send(Outgoing::Text(frame))
-            .unwrap();
+        // With no session (the bot is away), Discord delivers an event to no one.
+        if let Some(connection) = connection.as_ref() {
+            let _ = connection.send(Outgoing::Text(frame));
+        }
+    }
+
+    /// Whether the bot has a gateway session now.
+    pub fn is_connected(&self) -> bool {
+        let connection = self.inner.connection.lock().unwrap();
+        connection.as_ref().is_some_and(|tx| !tx.is_closed())
     }
 
     fn keep(&self, message: &Value) {
@@ -585,6 +590,23 @@ async fn serve_gateway(inner: Arc<Inner>, mut socket: WebSocket) {
         return;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
+    serve_session(&inner, &mut socket, &tx, &mut rx).await;
+    // The session is over: Discord dispatches to it no more.
+    let mut connection = inner.connection.lock().unwrap();
+    if connection
+        .as_ref()
+        .is_some_and(|current| current.same_channel(&tx))
+    {
+        *connection = None;
+    }
+}
+
+async fn serve_session(
+    inner: &Arc<Inner>,
+    socket: &mut WebSocket,
+    tx: &mpsc::UnboundedSender<Outgoing>,
+    rx: &mut mpsc::UnboundedReceiver<Outgoing>,
+) {
     loop {
         tokio::select! {
             frame = socket.recv() => {

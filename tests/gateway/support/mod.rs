@@ -8,6 +8,7 @@ pub mod discord;
 pub mod model;
 pub mod multipart;
 pub mod platform;
+pub mod soak;
 pub mod telegram;
 pub mod workers;
 
