@@ -133,6 +133,36 @@ async fn messages_sent_while_the_session_was_lost_are_read_back_once() {
     gateway.stop().await;
 }
 
+/// Discord moves sessions: a RECONNECT (op 7) is resumed, and an INVALID_SESSION (op 9)
+/// is identified anew and read back; no message is lost or answered twice either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_is_resumed_and_an_invalid_session_identified_anew() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    let resumed = dc.resumes();
+    dc.request_reconnect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while dc.resumes() == resumed {
+        assert!(std::time::Instant::now() < deadline, "op 7 was not resumed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    dc.channel_message(LISTED, ALICE, &[], "after the reconnect");
+    dc.wait_for_content(LISTED, |t| t == "Echo: after the reconnect")
+        .await;
+    let identified = dc.identifies();
+    dc.channel_message_while_away(LISTED, ALICE, "as the session ended");
+    dc.invalidate_session();
+    dc.wait_for_content(LISTED, |t| t == "Echo: as the session ended")
+        .await;
+    assert_eq!(dc.identifies(), identified + 1);
+    let answers: Vec<String> = dc.contents(LISTED).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        answers,
+        ["Echo: after the reconnect", "Echo: as the session ended"]
+    );
+    gateway.stop().await;
+}
+
 /// Discord replays nothing to a gateway that was down: at start each channel kept in the
 /// inbox is read back from its newest kept message, and what was sent meanwhile is
 /// answered, once; what the last run answered is not answered again.

@@ -62,7 +62,16 @@ struct Inner {
     /// The message each button press (by its interaction token) was made under: an
     /// UPDATE_MESSAGE answer edits that message, as Discord does.
     clicked: Mutex<HashMap<String, (u64, u64)>>,
+    /// Each interaction by its token: when it was created, and whether it was answered.
+    interactions: Mutex<HashMap<String, (Instant, bool)>>,
 }
+
+/// Discord takes an interaction's first answer within 3 s of its creation, and edits of
+/// that answer for 15 minutes.
+const INTERACTION_ANSWER_WINDOW: Duration = Duration::from_secs(3);
+const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// Longest message content Discord takes.
+const MAX_CONTENT: usize = 2000;
 
 #[derive(Clone)]
 pub struct FakeDiscord {
@@ -153,6 +162,14 @@ impl FakeDiscord {
     pub fn dispatch(&self, event: &str, data: Value) {
         if event == "MESSAGE_CREATE" {
             self.keep(&data);
+        }
+        if let (true, Some(token)) = (event == "INTERACTION_CREATE", data["token"].as_str()) {
+            let created = (Instant::now(), false);
+            self.inner
+                .interactions
+                .lock()
+                .unwrap()
+                .insert(token.to_owned(), created);
         }
         let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
@@ -305,6 +322,24 @@ impl FakeDiscord {
         token
     }
 
+    /// Asks the bot to reconnect (op 7 RECONNECT), as Discord does before it moves a
+    /// session: the bot RESUMEs.
+    pub fn request_reconnect(&self) {
+        self.send_op(json!({"op": 7, "d": null}));
+    }
+
+    /// Ends the session for good (op 9 INVALID_SESSION, not resumable): the bot must
+    /// IDENTIFY anew, and Discord replays nothing to the new session.
+    pub fn invalidate_session(&self) {
+        self.send_op(json!({"op": 9, "d": false}));
+    }
+
+    fn send_op(&self, op: Value) {
+        let connection = self.inner.connection.lock().unwrap();
+        let connection = connection.as_ref().expect("connected");
+        connection.send(Outgoing::Text(op.to_string())).unwrap();
+    }
+
     /// Closes the gateway socket with `code` (4000 makes the bot RESUME).
     pub fn close_gateway(&self, code: u16) {
         let connection = self.inner.connection.lock().unwrap().take();
@@ -440,6 +475,16 @@ async fn rest(
         // for it before handling the command lets later messages overtake the command.
         tokio::time::sleep(INTERACTION_LATENCY).await;
     }
+    let too_long = |content: &Value| {
+        content
+            .as_str()
+            .is_some_and(|c| c.chars().count() > MAX_CONTENT)
+    };
+    if too_long(&body["content"]) || too_long(&body["data"]["content"]) {
+        let body = json!({"message": "Invalid Form Body", "code": 50035, "errors": {"content":
+            {"_errors": [{"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}}});
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let json = |value: Value| axum::Json(value).into_response();
     match (method.as_str(), parts.as_slice()) {
@@ -517,6 +562,9 @@ async fn rest(
             json(message(id, channel, BOT_ID, &content, true))
         }
         ("POST", ["interactions", _, token, "callback"]) => {
+            if let Some(refusal) = answer_interaction(&inner, token) {
+                return refusal;
+            }
             // UPDATE_MESSAGE (7) edits the message the pressed button is under.
             let under = inner.clicked.lock().unwrap().get(*token).copied();
             if let (7, Some((channel, id))) = (body["type"].as_u64().unwrap_or(0), under) {
@@ -526,11 +574,37 @@ async fn rest(
             }
             StatusCode::NO_CONTENT.into_response()
         }
-        ("PATCH", ["webhooks", _, _, "messages", "@original"]) => {
+        ("PATCH", ["webhooks", _, token, "messages", "@original"]) => {
+            let created = inner.interactions.lock().unwrap().get(*token).copied();
+            if created.is_none_or(|(at, _)| at.elapsed() >= INTERACTION_TOKEN_LIFETIME) {
+                let body = json!({"message": "Invalid Webhook Token", "code": 50027});
+                return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+            }
             let content = body["content"].as_str().unwrap_or_default();
             json(message(1, 0, BOT_ID, content, true))
         }
         _ => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+/// Discord's refusal of an interaction's answer, if it refuses: unknown or past its 3 s
+/// (10062), or answered already (40060).
+fn answer_interaction(inner: &Inner, token: &str) -> Option<Response> {
+    let mut interactions = inner.interactions.lock().unwrap();
+    match interactions.get_mut(token) {
+        Some((created, answered)) if created.elapsed() < INTERACTION_ANSWER_WINDOW => {
+            if *answered {
+                let body =
+                    json!({"message": "Interaction has already been acknowledged.", "code": 40060});
+                return Some((StatusCode::BAD_REQUEST, axum::Json(body)).into_response());
+            }
+            *answered = true;
+            None
+        }
+        _ => {
+            let body = json!({"message": "Unknown interaction", "code": 10062});
+            Some((StatusCode::NOT_FOUND, axum::Json(body)).into_response())
+        }
     }
 }
 

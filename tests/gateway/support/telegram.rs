@@ -606,6 +606,9 @@ async fn handle(
             return faults.remove(index).1.into_response();
         }
     }
+    if let Some(refusal) = refusal(&inner, &method, &body) {
+        return refusal.into_response();
+    }
     let result = match method.as_str() {
         "getme" => {
             let mut me = bot_user();
@@ -651,6 +654,14 @@ async fn handle(
             message["edit_date"] = json!(now());
             message
         }
+        "editmessagereplymarkup" => {
+            let id = body["message_id"].as_i64().unwrap_or_default();
+            let mut messages = inner.messages.lock().unwrap();
+            let message = messages.get_mut(&id).expect("checked by refusal");
+            keep_markup(message, &body);
+            message["edit_date"] = json!(now());
+            message.clone()
+        }
         _ => json!(true),
     };
     let held = {
@@ -665,6 +676,174 @@ async fn handle(
         tokio::time::sleep(delay).await;
     }
     axum::Json(json!({"ok": true, "result": result})).into_response()
+}
+
+/// What the Bot API refuses that the gateway could send, with Telegram's own words: the
+/// length limits (counted as Telegram counts, in UTF-16 units after the HTML is parsed),
+/// bad HTML, callback data over 64 bytes, edits of unknown messages and edits that
+/// change nothing.
+fn refusal(inner: &Inner, method: &str, body: &Value) -> Option<Fault> {
+    let bad = |description: String| Some(Fault::refusal(400, &description));
+    let sends = matches!(
+        method,
+        "sendmessage" | "editmessagetext" | "senddocument" | "editmessagecaption"
+    );
+    if sends {
+        let (key, limit) = match body.get("text") {
+            Some(_) => ("text", 4096),
+            None => ("caption", 1024),
+        };
+        let sent = body[key].as_str().unwrap_or_default();
+        let shown = match body["parse_mode"] == "HTML" {
+            true => {
+                if let Some(problem) = html_problem(sent) {
+                    return bad(format!("Bad Request: can't parse entities: {problem}"));
+                }
+                html_entities(sent).0
+            }
+            false => sent.to_owned(),
+        };
+        let length = shown.encode_utf16().count();
+        match (key, length) {
+            ("text", 0) if method == "sendmessage" || method == "editmessagetext" => {
+                return bad("Bad Request: message text is empty".into());
+            }
+            ("text", length) if length > limit => {
+                return bad("Bad Request: message is too long".into());
+            }
+            ("caption", length) if length > limit => {
+                return bad("Bad Request: message caption is too long".into());
+            }
+            _ => {}
+        }
+    }
+    let buttons = body["reply_markup"]["inline_keyboard"].as_array().cloned();
+    for button in buttons
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+    {
+        let data = button["callback_data"].as_str().unwrap_or_default();
+        if data.len() > 64 {
+            return bad("Bad Request: BUTTON_DATA_INVALID".into());
+        }
+    }
+    if method.starts_with("editmessage") {
+        let id = body["message_id"].as_i64().unwrap_or_default();
+        let Some(current) = inner.messages.lock().unwrap().get(&id).cloned() else {
+            return bad("Bad Request: message to edit not found".into());
+        };
+        let same_text = match method {
+            "editmessagetext" => {
+                let sent = body["text"].as_str().unwrap_or_default();
+                let shown = match body["parse_mode"] == "HTML" {
+                    true => html_entities(sent).0,
+                    false => sent.to_owned(),
+                };
+                current["text"].as_str() == Some(shown.as_str())
+            }
+            "editmessagecaption" => {
+                let sent = body["caption"].as_str().unwrap_or_default();
+                current["caption"].as_str() == Some(html_entities(sent).0.as_str())
+            }
+            _ => true,
+        };
+        let keyboard = |value: &Value| {
+            let rows = value["reply_markup"]["inline_keyboard"].clone();
+            match rows.as_array().is_some_and(|rows| !rows.is_empty()) {
+                true => rows,
+                false => Value::Null,
+            }
+        };
+        let same_markup = keyboard(&current) == keyboard(body);
+        if same_text && same_markup {
+            return bad(
+                "Bad Request: message is not modified: specified new message content and reply \
+                 markup are exactly the same as a current content and reply markup of the message"
+                    .into(),
+            );
+        }
+    }
+    None
+}
+
+/// The message's inline keyboard after a send or edit: the one given, or none (an edit
+/// without `reply_markup` removes the keyboard, as Telegram's does).
+fn keep_markup(message: &mut Value, body: &Value) {
+    let keyboard = body["reply_markup"]["inline_keyboard"].as_array();
+    match keyboard {
+        Some(rows) if !rows.is_empty() => message["reply_markup"] = body["reply_markup"].clone(),
+        _ => {
+            if let Some(fields) = message.as_object_mut() {
+                fields.remove("reply_markup");
+            }
+        }
+    }
+}
+
+/// Why Telegram would not parse `html`, if it would not: only its tags, each closed in
+/// order, and every `&` an entity.
+fn html_problem(html: &str) -> Option<String> {
+    const TAGS: [&str; 14] = [
+        "b",
+        "strong",
+        "i",
+        "em",
+        "u",
+        "ins",
+        "s",
+        "strike",
+        "del",
+        "span",
+        "tg-spoiler",
+        "a",
+        "code",
+        "pre",
+    ];
+    let allowed = |name: &str| TAGS.contains(&name) || name == "blockquote" || name == "tg-emoji";
+    let mut open: Vec<String> = Vec::new();
+    let mut at = 0;
+    while at < html.len() {
+        let rest = &html[at..];
+        if rest.starts_with('<') {
+            let Some(end) = rest.find('>') else {
+                return Some(format!("Can't find end of the tag at byte offset {at}"));
+            };
+            let tag = &rest[1..end];
+            match tag.strip_prefix('/') {
+                Some(name) => match open.pop() {
+                    Some(opened) if opened == name.trim() => {}
+                    _ => return Some(format!("Unexpected end tag at byte offset {at}")),
+                },
+                None => {
+                    let name = tag.split_whitespace().next().unwrap_or_default();
+                    if !allowed(name) {
+                        return Some(format!(
+                            "Unsupported start tag \"{name}\" at byte offset {at}"
+                        ));
+                    }
+                    open.push(name.to_owned());
+                }
+            }
+            at += end + 1;
+        } else if let Some(after) = rest.strip_prefix('&') {
+            let entity = after.split(';').next().unwrap_or_default();
+            let known = matches!(entity, "lt" | "gt" | "amp" | "quot")
+                || entity
+                    .strip_prefix('#')
+                    .is_some_and(|n| n.parse::<u32>().is_ok());
+            if !known || !after.contains(';') {
+                return Some(format!(
+                    "Can't find end of the entity starting at byte offset {at}"
+                ));
+            }
+            at += entity.len() + 2;
+        } else {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    open.last()
+        .map(|tag| format!("Can't find end tag corresponding to start tag \"{tag}\""))
 }
 
 /// Telegram's 429 body.
@@ -720,6 +899,7 @@ impl Inner {
             message["message_thread_id"] = topic.clone();
             message["is_topic_message"] = json!(true);
         }
+        keep_markup(&mut message, body);
         self.messages.lock().unwrap().insert(id, message.clone());
         message
     }
