@@ -378,7 +378,7 @@ mod tests {
         assert_eq!(names(|s| s.during_turn), during_turn);
         assert_eq!(names(|s| s.starts_turn), ["review", "continue"]);
         let buttons = [
-            "model", "effort", "get", "last", "continue", "mode", "answer",
+            "stop", "model", "effort", "get", "last", "continue", "mode", "answer",
         ];
         assert_eq!(names(|s| s.buttons), buttons);
     }

@@ -12,6 +12,8 @@ pub struct Stop;
 impl ChatCommand for Stop {
     const SPEC: Spec = Spec {
         during_turn: true,
+        // The Stop button under a running turn's status stands for it.
+        buttons: true,
         ..Spec::plain(
             "stop",
             "Interrupt the running turn",

@@ -31,6 +31,15 @@ pub fn buttons(command: &str, options: &[String]) -> Vec<ChoiceButton> {
         .collect()
 }
 
+/// The Stop button under a running turn's status: its press is `/stop`.
+pub fn stop_button() -> ChoiceButton {
+    let label = super::texts::STOP_BUTTON;
+    ChoiceButton {
+        label: label.to_owned(),
+        data: format!("{PREFIX}stop {label}"),
+    }
+}
+
 /// The command a pressed choice button stands for (`/model gpt-5.1`); `None` for any
 /// other button, or data that names a command whose spec offers no buttons.
 pub fn pressed(data: &str) -> Option<String> {
@@ -56,5 +65,6 @@ mod tests {
         assert_eq!(pressed("cmd:new now"), None);
         assert_eq!(pressed("cmd:model "), None);
         assert_eq!(pressed("ap:1:a"), None);
+        assert_eq!(pressed(&stop_button().data).as_deref(), Some("/stop Stop"));
     }
 }

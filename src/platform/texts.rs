@@ -78,3 +78,6 @@ pub fn prompt_closed(end: PromptEnd) -> &'static str {
 
 pub const FROM_EARLIER_RUN: &str =
     "Expired: this request was asked before the gateway restarted, and decides nothing now.";
+
+/// The button under a running turn's status that stops it.
+pub const STOP_BUTTON: &str = "Stop";

@@ -17,6 +17,7 @@ both_platforms!(
     approvals_by_button_and_only_by_the_allowed,
     an_approval_button_from_before_a_restart_decides_nothing,
     a_codex_crash_cuts_a_turn_short_and_loses_no_message,
+    the_stop_button_stops_a_running_turn,
 );
 
 async fn setup<P: FakePlatform>() -> (TestEnv, P, codex_gateway::config::Config) {
@@ -259,4 +260,54 @@ fn button(buttons: &[Button], label: &str) -> Button {
     found
         .unwrap_or_else(|| panic!("no {label} in {buttons:?}"))
         .clone()
+}
+
+/// A running turn's status comes without a buzz and with a Stop button: a stranger's
+/// press is refused, Alice's stops the turn, and once it is over the button goes and the
+/// status is its summary. The answer of the next turn notifies.
+async fn the_stop_button_stops_a_running_turn<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    let gateway = platform.gateway(&config).await;
+    let story = "a story told slowly, to be stopped";
+    platform.send(&format!("slow: {story}"));
+    let (status, _) = platform.said(|t| t.starts_with("Working · ")).await;
+    assert!(
+        platform.is_quiet(status),
+        "the status buzzed on {}",
+        P::NAME
+    );
+    let buttons = platform.buttons(status);
+    let labels: Vec<&str> = buttons.iter().map(|b| b.label.as_str()).collect();
+    assert_eq!(labels, ["Stop"], "on {}", P::NAME);
+    platform.press(true, status, &buttons[0]);
+    platform.press_refused().await;
+    platform.press(false, status, &buttons[0]);
+    platform.said(|t| t == "Stopped.").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !platform.shown(status).starts_with("Ended after") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the status never became its summary: {:?}",
+            platform.shown(status)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        platform.buttons(status).is_empty(),
+        "Stop stayed on {}",
+        P::NAME
+    );
+    assert!(
+        !platform.messages().iter().any(|(_, t)| t == story),
+        "the stopped story was told in full"
+    );
+    platform.send("after the stop");
+    let (answer, _) = platform.said(|t| t == "Echo: after the stop").await;
+    assert!(!platform.is_quiet(answer), "the answer came without a buzz");
+    gateway.stop().await;
+    let request = env.model.request_for("after the stop");
+    assert!(
+        request.text().contains(story),
+        "the thread lost the stopped turn"
+    );
 }

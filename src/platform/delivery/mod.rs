@@ -70,6 +70,26 @@ pub trait Sink: Send + Sync + 'static {
         markdown: &str,
     ) -> impl Future<Output = Result<(), Unsent>> + Send;
     fn typing(&self) -> impl Future<Output = ()> + Send;
+    /// Sends the running turn's status (or trouble line): without a buzz, and with a Stop
+    /// button when `stop` and the platform has buttons. By default, as `send`.
+    fn send_status(
+        &self,
+        text: &str,
+        stop: bool,
+    ) -> impl Future<Output = Result<Self::MessageId, Unsent>> + Send {
+        let _ = stop;
+        self.send(text)
+    }
+    /// Edits it: the Stop button stays while `stop`, and goes when the turn is over.
+    fn edit_status(
+        &self,
+        id: Self::MessageId,
+        text: &str,
+        stop: bool,
+    ) -> impl Future<Output = Result<(), Unsent>> + Send {
+        let _ = stop;
+        self.edit(id, text)
+    }
     /// Shows an approval prompt (as `card` says: whole, every character visible) with the
     /// decisions it offers as buttons; returns its message, if it was sent.
     fn ask(

@@ -155,7 +155,7 @@ impl<S: Sink> Worker<S> {
     async fn show_trouble(&mut self, line: &str) {
         match &mut self.trouble {
             None => {
-                if let Ok(message_id) = self.sink.send(line).await {
+                if let Ok(message_id) = self.sink.send_status(line, false).await {
                     let last_edit = Instant::now();
                     self.trouble = Some(TroubleLine {
                         message_id,
@@ -165,7 +165,7 @@ impl<S: Sink> Worker<S> {
             }
             Some(trouble) => {
                 tokio::time::sleep_until(trouble.last_edit + self.pace.edit_interval).await;
-                let _ = self.sink.edit(trouble.message_id, line).await;
+                let _ = self.sink.edit_status(trouble.message_id, line, false).await;
                 trouble.last_edit = Instant::now();
             }
         }
@@ -187,7 +187,7 @@ impl<S: Sink> Worker<S> {
     async fn flush(&mut self) {
         match self.stream.take() {
             Some(Stream::Held { text, .. }) => {
-                let sent = self.sink.send(&preview::<S>(&text, "")).await;
+                let sent = self.sink.send_status(&preview::<S>(&text, ""), true).await;
                 self.stream = sent.ok().map(|message_id| Stream::Shown {
                     message_id,
                     shown: text,
@@ -200,7 +200,8 @@ impl<S: Sink> Worker<S> {
                 pending: Some(text),
                 ..
             }) => {
-                let _ = self.sink.edit(message_id, &preview::<S>(&text, "")).await;
+                let text_shown = preview::<S>(&text, "");
+                let _ = self.sink.edit_status(message_id, &text_shown, true).await;
                 // Counted from the answer, so no two edits ever reach the platform closer
                 // together than the interval, however long one request takes.
                 self.stream = Some(Stream::Shown {
@@ -256,7 +257,7 @@ impl<S: Sink> Worker<S> {
         {
             tokio::time::sleep_until(last_edit + self.pace.edit_interval).await;
             let summary = preview::<S>(summary, "");
-            let _ = patiently(|| self.sink.edit(message_id, &summary)).await;
+            let _ = patiently(|| self.sink.edit_status(message_id, &summary, false)).await;
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serenity::all::{
     ButtonStyle, ChannelId, CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton,
-    CreateMessage, EditInteractionResponse, EditMessage, MessageId,
+    CreateMessage, EditInteractionResponse, EditMessage, MessageFlags, MessageId,
 };
 use serenity::http::Http;
 
@@ -39,6 +39,34 @@ impl Sink for DiscordChat {
 
     async fn send_reply(&self, markdown: &str) -> Result<(), Unsent> {
         self.send(markdown).await.map(drop)
+    }
+
+    /// Without a notification (`SUPPRESS_NOTIFICATIONS`): the answer is what notifies.
+    async fn send_status(&self, text: &str, stop: bool) -> Result<MessageId, Unsent> {
+        let status = CreateMessage::new()
+            .content(text)
+            .flags(MessageFlags::SUPPRESS_NOTIFICATIONS)
+            .components(stop_row(stop))
+            .allowed_mentions(no_pings());
+        call(|| self.channel.send_message(&self.http, status.clone()))
+            .await
+            .map(|message| message.id)
+    }
+
+    async fn edit_status(&self, id: MessageId, text: &str, stop: bool) -> Result<(), Unsent> {
+        let http = &self.http;
+        call(|| {
+            self.channel.edit_message(
+                http,
+                id,
+                EditMessage::new()
+                    .content(text)
+                    .components(stop_row(stop))
+                    .allowed_mentions(no_pings()),
+            )
+        })
+        .await
+        .map(drop)
     }
 
     async fn edit(&self, id: MessageId, text: &str) -> Result<(), Unsent> {
@@ -186,6 +214,19 @@ impl Sink for DiscordChat {
         for piece in rest {
             let _ = self.send(piece).await;
         }
+    }
+}
+
+/// The Stop button under a running turn's status, or none once it is over.
+fn stop_row(stop: bool) -> Vec<CreateActionRow> {
+    let button = crate::platform::choices::stop_button();
+    match stop {
+        true => vec![CreateActionRow::Buttons(vec![
+            CreateButton::new(button.data)
+                .label(button.label)
+                .style(ButtonStyle::Danger),
+        ])],
+        false => Vec::new(),
     }
 }
 

@@ -87,6 +87,28 @@ impl Sink for TelegramChat {
         }
     }
 
+    /// Silent (`disable_notification`): the answer is what buzzes the phone.
+    async fn send_status(&self, text: &str, stop: bool) -> Result<MessageId, Unsent> {
+        let status = message(self.target, text).disable_notification(true);
+        let status = match stop {
+            true => status.reply_markup(stop_keyboard()),
+            false => status,
+        };
+        send_message(&self.shared.api, &status).await
+    }
+
+    /// Without `reply_markup` an edit takes the Stop button away, as Telegram does.
+    async fn edit_status(&self, id: MessageId, text: &str, stop: bool) -> Result<(), Unsent> {
+        let edit = EditMessageText::new(self.target.chat_id, id, text);
+        let edit = match stop {
+            true => edit.reply_markup(stop_keyboard()),
+            false => edit,
+        };
+        call::<_, IgnoredAny>(&self.shared.api, &edit)
+            .await
+            .map(drop)
+    }
+
     async fn typing(&self) {
         let action = SendChatAction::new(self.target.chat_id, ChatAction::Typing);
         let _ = call::<_, IgnoredAny>(&self.shared.api, &action).await;
@@ -203,6 +225,12 @@ async fn send_message(api: &BotApi, message: &SendMessage) -> Result<MessageId, 
     call::<_, Sent>(api, message)
         .await
         .map(|sent| MessageId(sent.message_id))
+}
+
+/// The Stop button under a running turn's status.
+fn stop_keyboard() -> InlineKeyboardMarkup {
+    let stop = crate::platform::choices::stop_button();
+    InlineKeyboardMarkup::new([[InlineKeyboardButton::callback(stop.label, stop.data)]])
 }
 
 /// A message to the target (its topic included).

@@ -62,6 +62,10 @@ struct Inner {
     /// The message each button press (by its interaction token) was made under: an
     /// UPDATE_MESSAGE answer edits that message, as Discord does.
     clicked: Mutex<HashMap<String, (u64, u64)>>,
+    /// The buttons under each bot message now (Discord's `components`).
+    components: Mutex<HashMap<u64, Value>>,
+    /// The bot's messages sent without a notification (`SUPPRESS_NOTIFICATIONS`).
+    quiet: Mutex<std::collections::HashSet<u64>>,
     /// Each interaction by its token: when it was created, and whether it was answered.
     interactions: Mutex<HashMap<String, (Instant, bool)>>,
 }
@@ -178,6 +182,25 @@ impl FakeDiscord {
         if let Some(connection) = connection.as_ref() {
             let _ = connection.send(Outgoing::Text(frame));
         }
+    }
+
+    /// The buttons under the bot's message `id` now: (label, custom id) each.
+    pub fn buttons_of(&self, id: u64) -> Vec<(String, String)> {
+        let components = self.inner.components.lock().unwrap().get(&id).cloned();
+        let rows = components.unwrap_or(Value::Null);
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        rows.iter()
+            .flat_map(|row| row["components"].as_array().cloned().unwrap_or_default())
+            .map(|b| {
+                let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+                (text(&b["label"]), text(&b["custom_id"]))
+            })
+            .collect()
+    }
+
+    /// Whether the bot's message `id` was sent without a notification.
+    pub fn is_quiet(&self, id: u64) -> bool {
+        self.inner.quiet.lock().unwrap().contains(&id)
     }
 
     /// Whether the bot has a gateway session now.
@@ -540,6 +563,14 @@ async fn rest(
                     )
                 })
                 .collect();
+            let components = body["components"].clone();
+            inner.components.lock().unwrap().insert(id, components);
+            if body["flags"]
+                .as_u64()
+                .is_some_and(|flags| flags & 4096 != 0)
+            {
+                inner.quiet.lock().unwrap().insert(id);
+            }
             let mut sent = message(id, channel, BOT_ID, &content, true);
             sent["attachments"] = files
                 .iter()
@@ -559,6 +590,13 @@ async fn rest(
                 .lock()
                 .unwrap()
                 .insert(id, (channel, content.clone()));
+            if let Some(components) = body.get("components") {
+                inner
+                    .components
+                    .lock()
+                    .unwrap()
+                    .insert(id, components.clone());
+            }
             json(message(id, channel, BOT_ID, &content, true))
         }
         ("POST", ["interactions", _, token, "callback"]) => {
@@ -571,6 +609,8 @@ async fn rest(
                 let content = body["data"]["content"].as_str().unwrap_or_default();
                 let mut messages = inner.messages.lock().unwrap();
                 messages.insert(id, (channel, content.to_owned()));
+                let components = body["data"]["components"].clone();
+                inner.components.lock().unwrap().insert(id, components);
             }
             StatusCode::NO_CONTENT.into_response()
         }

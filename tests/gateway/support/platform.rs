@@ -46,8 +46,11 @@ pub trait FakePlatform: Sized {
     /// Waits for what the bot tells the stranger.
     async fn told_stranger(&self, pick: impl Fn(&str) -> bool) -> String;
 
-    /// The buttons under the bot's message `id`, as the bot sent them.
+    /// The buttons under the bot's message `id` now.
     fn buttons(&self, id: u64) -> Vec<Button>;
+
+    /// Whether the bot's message `id` came without a notification.
+    fn is_quiet(&self, id: u64) -> bool;
 
     /// Alice (or, with `stranger`, the stranger) presses `button` under message `id`.
     fn press(&self, stranger: bool, id: u64, button: &Button);
@@ -144,11 +147,14 @@ impl FakePlatform for FakeTelegram {
     }
 
     fn buttons(&self, id: u64) -> Vec<Button> {
-        let sent = self.text_of(id as i64).unwrap_or_default();
-        let calls = self.calls("sendMessage");
-        let call = calls.iter().rev().find(|c| c.body["text"] == sent.as_str());
-        let rows = call.and_then(|c| c.body["reply_markup"]["inline_keyboard"].as_array());
-        let buttons = rows.into_iter().flatten().flat_map(|row| row.as_array());
+        let message = self.message_of(id as i64).unwrap_or_default();
+        let rows = message["reply_markup"]["inline_keyboard"]
+            .as_array()
+            .cloned();
+        let buttons = rows
+            .into_iter()
+            .flatten()
+            .flat_map(|row| row.as_array().cloned());
         buttons
             .flatten()
             .map(|b| Button {
@@ -156,6 +162,10 @@ impl FakePlatform for FakeTelegram {
                 data: text(&b["callback_data"]),
             })
             .collect()
+    }
+
+    fn is_quiet(&self, id: u64) -> bool {
+        FakeTelegram::is_quiet(self, id as i64)
     }
 
     fn press(&self, stranger: bool, id: u64, button: &Button) {
@@ -242,24 +252,14 @@ impl FakePlatform for FakeDiscord {
     }
 
     fn buttons(&self, id: u64) -> Vec<Button> {
-        let shown = self.content(id).unwrap_or_default();
-        let calls = self.calls("POST", &format!("/channels/{CHANNEL}/messages"));
-        let call = calls
-            .iter()
-            .rev()
-            .find(|c| c.body["content"] == shown.as_str());
-        let rows = call.and_then(|c| c.body["components"].as_array());
-        let buttons = rows
+        self.buttons_of(id)
             .into_iter()
-            .flatten()
-            .flat_map(|row| row["components"].as_array());
-        buttons
-            .flatten()
-            .map(|b| Button {
-                label: text(&b["label"]),
-                data: text(&b["custom_id"]),
-            })
+            .map(|(label, data)| Button { label, data })
             .collect()
+    }
+
+    fn is_quiet(&self, id: u64) -> bool {
+        FakeDiscord::is_quiet(self, id)
     }
 
     fn press(&self, stranger: bool, id: u64, button: &Button) {

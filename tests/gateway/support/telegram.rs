@@ -53,6 +53,8 @@ const GROUP_SENDS_PER_MINUTE: usize = 20;
 
 #[derive(Default)]
 struct Inner {
+    /// The bot's messages sent without a notification (`disable_notification`).
+    quiet: Mutex<std::collections::HashSet<i64>>,
     /// The token taken instead of [`TOKEN`], when a test sets one.
     token: Mutex<Option<String>>,
     /// Updates not yet acknowledged by a getUpdates offset.
@@ -181,6 +183,11 @@ impl FakeTelegram {
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Self { url, inner }
+    }
+
+    /// Whether the bot's message `id` was sent without a notification.
+    pub fn is_quiet(&self, id: i64) -> bool {
+        self.inner.quiet.lock().unwrap().contains(&id)
     }
 
     /// Takes `token` from now on instead of [`TOKEN`].
@@ -646,6 +653,9 @@ async fn handle(
         }
         "sendmessage" | "senddocument" => {
             let id = inner.next_message.fetch_add(1, Ordering::SeqCst);
+            if body["disable_notification"] == true {
+                inner.quiet.lock().unwrap().insert(id);
+            }
             inner.store(id, &body)
         }
         "editmessagetext" | "editmessagecaption" => {
@@ -717,7 +727,7 @@ fn refusal(inner: &Inner, method: &str, body: &Value) -> Option<Fault> {
             _ => {}
         }
     }
-    let buttons = body["reply_markup"]["inline_keyboard"].as_array().cloned();
+    let buttons = reply_markup(body)["inline_keyboard"].as_array().cloned();
     for button in buttons
         .into_iter()
         .flatten()
@@ -749,7 +759,7 @@ fn refusal(inner: &Inner, method: &str, body: &Value) -> Option<Fault> {
             _ => true,
         };
         let keyboard = |value: &Value| {
-            let rows = value["reply_markup"]["inline_keyboard"].clone();
+            let rows = reply_markup(value)["inline_keyboard"].clone();
             match rows.as_array().is_some_and(|rows| !rows.is_empty()) {
                 true => rows,
                 false => Value::Null,
@@ -770,14 +780,23 @@ fn refusal(inner: &Inner, method: &str, body: &Value) -> Option<Fault> {
 /// The message's inline keyboard after a send or edit: the one given, or none (an edit
 /// without `reply_markup` removes the keyboard, as Telegram's does).
 fn keep_markup(message: &mut Value, body: &Value) {
-    let keyboard = body["reply_markup"]["inline_keyboard"].as_array();
+    let markup = reply_markup(body);
+    let keyboard = markup["inline_keyboard"].as_array();
     match keyboard {
-        Some(rows) if !rows.is_empty() => message["reply_markup"] = body["reply_markup"].clone(),
+        Some(rows) if !rows.is_empty() => message["reply_markup"] = markup.clone(),
         _ => {
             if let Some(fields) = message.as_object_mut() {
                 fields.remove("reply_markup");
             }
         }
+    }
+}
+
+/// A call's `reply_markup`: JSON, or JSON in a string (a multipart form's field).
+fn reply_markup(body: &Value) -> Value {
+    match &body["reply_markup"] {
+        Value::String(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        markup => markup.clone(),
     }
 }
 
