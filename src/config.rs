@@ -296,6 +296,9 @@ pub struct TelegramConfig {
     pub first_flush_ms: u64,
     /// How long one getUpdates long poll waits for news.
     pub poll_timeout_secs: u32,
+    /// In private chats, the running turn streams as a Telegram draft (`sendMessageDraft`)
+    /// instead of an edited status message.
+    pub drafts: bool,
 }
 
 impl Default for TelegramConfig {
@@ -312,6 +315,7 @@ impl Default for TelegramConfig {
             edit_interval_ms: 1000,
             first_flush_ms: 1000,
             poll_timeout_secs: 30,
+            drafts: true,
         }
     }
 }

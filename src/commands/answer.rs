@@ -20,6 +20,7 @@ impl ChatCommand for Answer {
         }),
         during_turn: true,
         buttons: true,
+        answers_card: true,
         ..Spec::plain(
             "answer",
             "Answer the question Codex asks",

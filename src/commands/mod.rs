@@ -28,6 +28,8 @@ pub struct Spec {
     pub starts_turn: bool,
     /// Its listings offer their options as buttons that send it.
     pub buttons: bool,
+    /// One press answers the card its buttons are under: they go, and who chose shows.
+    pub answers_card: bool,
 }
 
 /// A command's argument, as slash commands offer it.
@@ -52,6 +54,7 @@ impl Spec {
             admin_only: false,
             starts_turn: false,
             buttons: false,
+            answers_card: false,
         }
     }
 
@@ -259,6 +262,7 @@ commands! {
     queue::Queue,
     verbose::Verbose,
     quiet::Quiet,
+    notify::SetNotify,
     diff::Diff,
     last::Last,
     r#continue::Continue,
@@ -378,7 +382,7 @@ mod tests {
         assert_eq!(names(|s| s.during_turn), during_turn);
         assert_eq!(names(|s| s.starts_turn), ["review", "continue"]);
         let buttons = [
-            "stop", "model", "effort", "get", "last", "continue", "mode", "answer",
+            "stop", "model", "effort", "get", "notify", "last", "continue", "mode", "answer",
         ];
         assert_eq!(names(|s| s.buttons), buttons);
     }

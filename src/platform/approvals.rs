@@ -194,8 +194,9 @@ pub async fn press(router: &Router, place: &ChatKey, data: &str, presser: Presse
     let answer = Answer {
         decision,
         by: presser.name.to_owned(),
+        at: crate::clock::unix_now(),
     };
-    match router.decide_approval(place, id, answer).await {
+    match router.decide_approval(place, id, answer.clone()).await {
         ApprovalOutcome::Decided => {
             info!(
                 user_id = presser.id,
@@ -203,11 +204,9 @@ pub async fn press(router: &Router, place: &ChatKey, data: &str, presser: Presse
                 ?decision,
                 "approval decided"
             );
-            Pressed::Settled(texts::decided(decision.label(), presser.name))
+            Pressed::Settled(texts::decided(&answer))
         }
-        ApprovalOutcome::AnsweredBefore(first) => {
-            Pressed::Settled(texts::decided(first.decision.label(), &first.by))
-        }
+        ApprovalOutcome::AnsweredBefore(first) => Pressed::Settled(texts::decided(&first)),
         ApprovalOutcome::FromEarlierRun => {
             info!(
                 user_id = presser.id,

@@ -40,12 +40,25 @@ pub fn stop_button() -> ChoiceButton {
     }
 }
 
-/// The command a pressed choice button stands for (`/model gpt-5.1`); `None` for any
-/// other button, or data that names a command whose spec offers no buttons.
-pub fn pressed(data: &str) -> Option<String> {
+/// A pressed choice button.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// The command it stands for (`/model gpt-5.1`).
+    pub command: String,
+    /// The option, when one press answers the card (a question's): its buttons go and
+    /// who chose is shown under it.
+    pub answers_card: Option<String>,
+}
+
+/// The choice a pressed button stands for; `None` for any other button, or data that
+/// names a command whose spec offers no buttons.
+pub fn pressed(data: &str) -> Option<Choice> {
     let (command, option) = data.strip_prefix(PREFIX)?.split_once(' ')?;
-    let known = commands::with_buttons(command).is_some() && !option.trim().is_empty();
-    known.then(|| format!("/{command} {option}"))
+    let spec = commands::with_buttons(command).filter(|_| !option.trim().is_empty())?;
+    Some(Choice {
+        command: format!("/{command} {option}"),
+        answers_card: spec.answers_card.then(|| option.to_owned()),
+    })
 }
 
 #[cfg(test)]
@@ -58,13 +71,21 @@ mod tests {
         let made = buttons("model", &options);
         assert_eq!(made.len(), 1, "an option too long for the data is left out");
         assert_eq!(made[0].data, "cmd:model gpt-5.1-codex");
+        let command = |data: &str| pressed(data).map(|choice| choice.command);
         assert_eq!(
-            pressed(&made[0].data).as_deref(),
+            command(&made[0].data).as_deref(),
             Some("/model gpt-5.1-codex")
         );
         assert_eq!(pressed("cmd:new now"), None);
         assert_eq!(pressed("cmd:model "), None);
         assert_eq!(pressed("ap:1:a"), None);
-        assert_eq!(pressed(&stop_button().data).as_deref(), Some("/stop Stop"));
+        assert_eq!(command(&stop_button().data).as_deref(), Some("/stop Stop"));
+        assert_eq!(pressed(&made[0].data).unwrap().answers_card, None);
+        let answer = pressed("cmd:answer 2").unwrap();
+        assert_eq!(
+            answer.answers_card.as_deref(),
+            Some("2"),
+            "a question's card"
+        );
     }
 }

@@ -98,6 +98,7 @@ async fn print_answers(
             // message; it cannot approve (can_approve is false).
             OutboundKind::Status(_)
             | OutboundKind::Working(_)
+            | OutboundKind::Notify(_)
             | OutboundKind::TurnEnded { .. }
             | OutboundKind::Approval(_)
             | OutboundKind::ApprovalClosed { .. } => {

@@ -1,6 +1,8 @@
 //! Every line the platforms say to a chat themselves (the router's are in
 //! `router/texts.rs`): refusals, what a platform cannot read, and the approval cards.
 
+use crate::clock;
+use crate::router::Answer;
 use chat::PromptEnd;
 
 /// To a stranger in a DM (or a Telegram group): their id, for the owner's allowlist.
@@ -61,8 +63,14 @@ pub fn may_not_decide(user_id: u64) -> String {
     format!("You (user id {user_id}) are not allowed to decide this.")
 }
 
-pub fn decided(decision: &str, by: &str) -> String {
-    format!("{decision} by {by}")
+pub fn decided(answer: &Answer) -> String {
+    let (decision, by) = (answer.decision.label(), &answer.by);
+    format!("{decision} by {by} at {}", clock::time_of_day(answer.at))
+}
+
+/// Under a question's card once an option was pressed.
+pub fn chosen(option: &str, by: &str, at: i64) -> String {
+    format!("Answered {option} by {by} at {}", clock::time_of_day(at))
 }
 
 pub const NO_LONGER_PENDING: &str = "No longer pending (answered, timed out, or the turn ended).";

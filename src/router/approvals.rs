@@ -38,6 +38,8 @@ struct Book {
 pub struct Answer {
     pub decision: Decision,
     pub by: String,
+    /// When, in unix seconds.
+    pub at: i64,
 }
 
 /// What a press of an approval button came to.
@@ -271,6 +273,7 @@ mod tests {
         let first = Answer {
             decision: Decision::Accept,
             by: "Alice".into(),
+            at: 0,
         };
         book.settle(answered.seq, Some(first.clone()));
         book.settle(closed.seq, None);
@@ -284,6 +287,7 @@ mod tests {
                 Some(Answer {
                     decision: Decision::Decline,
                     by: "Bob".into(),
+                    at: 0,
                 }),
             );
         }

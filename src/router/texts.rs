@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::live::Work;
+use crate::clock;
 use crate::commands::MAX_INPUT_BYTES;
 use crate::session::{ChatRow, SessionError, mode_permissions};
 use chat::Progress;
@@ -380,12 +381,6 @@ fn capitalized(text: &str) -> String {
     })
 }
 
-/// "14:20 UTC" for a unix time.
-fn time_of_day(at: i64) -> String {
-    let seconds = at.rem_euclid(86_400);
-    format!("{:02}:{:02} UTC", seconds / 3600, seconds % 3600 / 60)
-}
-
 /// When a turn hit the account's usage limit: which window is used up, when it resets
 /// (`None`: Codex did not say, so `retry_at` is a guess), and that the message will run
 /// by itself then.
@@ -397,7 +392,7 @@ pub fn usage_limit_hit(
 ) -> String {
     let when = format!(
         "{}, in {}",
-        time_of_day(retry_at),
+        clock::time_of_day(retry_at),
         duration_words((retry_at - now).max(0))
     );
     match resets_at {
@@ -420,7 +415,7 @@ pub fn usage_limit_waiting(retry_at: i64, now: i64) -> String {
     format!(
         "Codex's usage limit is still used up: this waits too and runs at {}, in {}. /stop \
          cancels.",
-        time_of_day(retry_at),
+        clock::time_of_day(retry_at),
         duration_words((retry_at - now).max(0))
     )
 }

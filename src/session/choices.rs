@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Session, SessionError};
-use chat::{ChatChoices, Chosen, FollowUp, Mode, Progress};
+use chat::{ChatChoices, Chosen, FollowUp, Mode, Notify, Progress};
 use codex::{ApprovalPolicy, SandboxMode};
 use codex::{
     ModelConfig, ModelInfo, PathKind, Permissions, RateLimits, RealPath, SandboxPolicy,
@@ -190,6 +190,12 @@ impl Session {
     pub fn progress(&self) -> Progress {
         let chosen = self.choices.as_ref().and_then(|c| c.progress);
         chosen.unwrap_or(self.ctx.settings.progress)
+    }
+
+    /// Which of this chat's messages notify: its choice, else the important ones.
+    pub fn notify(&self) -> Notify {
+        let chosen = self.choices.as_ref().and_then(|c| c.notify);
+        chosen.unwrap_or_default()
     }
 
     /// The folder the config fixes for this chat, if it does.

@@ -18,6 +18,7 @@ both_platforms!(
     an_approval_button_from_before_a_restart_decides_nothing,
     a_codex_crash_cuts_a_turn_short_and_loses_no_message,
     the_stop_button_stops_a_running_turn,
+    notify_chooses_what_buzzes_and_is_kept,
 );
 
 async fn setup<P: FakePlatform>() -> (TestEnv, P, codex_gateway::config::Config) {
@@ -266,7 +267,10 @@ fn button(buttons: &[Button], label: &str) -> Button {
 /// press is refused, Alice's stops the turn, and once it is over the button goes and the
 /// status is its summary. The answer of the next turn notifies.
 async fn the_stop_button_stops_a_running_turn<P: FakePlatform>() {
-    let (env, platform, config) = setup::<P>().await;
+    let (env, platform, mut config) = setup::<P>().await;
+    // The button is under a status message; Telegram's private chats stream a draft with
+    // Telegram's own stop instead (telegram.rs), unless drafts are off.
+    config.telegram.drafts = false;
     let gateway = platform.gateway(&config).await;
     let story = "a story told slowly, to be stopped";
     platform.send(&format!("slow: {story}"));
@@ -309,5 +313,75 @@ async fn the_stop_button_stops_a_running_turn<P: FakePlatform>() {
     assert!(
         request.text().contains(story),
         "the thread lost the stopped turn"
+    );
+}
+
+/// The first of the bot's messages after `after` that `pick` accepts: its id.
+async fn said_after<P: FakePlatform>(platform: &P, after: u64, pick: impl Fn(&str) -> bool) -> u64 {
+    let deadline = tokio::time::Instant::now() + crate::support::ANSWER_TIMEOUT;
+    loop {
+        let messages = platform.messages();
+        if let Some((id, _)) = messages.iter().find(|(id, text)| *id > after && pick(text)) {
+            return *id;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{messages:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// `/notify off` silences every message, `/notify all` makes the status buzz too and is
+/// kept through a restart, and the listing's button goes back to the default (the
+/// answer buzzes, the status does not).
+async fn notify_chooses_what_buzzes_and_is_kept<P: FakePlatform>() {
+    let (_env, platform, mut config) = setup::<P>().await;
+    // The status as a message (a Telegram draft never buzzes).
+    config.telegram.drafts = false;
+    let name = P::NAME;
+    let working = |t: &str| t.starts_with("Working · ");
+    let gateway = platform.gateway(&config).await;
+    platform.send("/notify off");
+    let (chosen, _) = platform.said(|t| t.starts_with("Notifications off")).await;
+    platform.send("slow: told under a blanket");
+    let status = said_after(&platform, chosen, working).await;
+    let (answer, _) = platform.said(|t| t == "told under a blanket").await;
+    assert!(platform.is_quiet(status), "status buzzed on {name}");
+    assert!(
+        platform.is_quiet(answer),
+        "answer buzzed with off on {name}"
+    );
+
+    platform.send("/notify all");
+    platform.said(|t| t.starts_with("Notifications all")).await;
+    gateway.stop().await;
+    let gateway = platform.gateway(&config).await;
+    platform.send("slow: told out loud");
+    let status = said_after(&platform, answer, working).await;
+    let (answer, _) = platform.said(|t| t == "told out loud").await;
+    assert!(
+        !platform.is_quiet(status),
+        "all, after a restart: status quiet on {name}"
+    );
+    assert!(!platform.is_quiet(answer), "all: answer quiet on {name}");
+
+    platform.send("/notify");
+    let (listing, _) = platform.said(|t| t.starts_with("Notifications: all")).await;
+    let buttons = platform.buttons(listing);
+    let labels: Vec<&str> = buttons.iter().map(|b| b.label.as_str()).collect();
+    assert_eq!(labels, ["all", "important", "off"], "on {name}");
+    platform.press(false, listing, &buttons[1]);
+    let (chosen, _) = platform
+        .said(|t| t.starts_with("Notifications important"))
+        .await;
+    platform.send("slow: told as usual");
+    let status = said_after(&platform, chosen, working).await;
+    let (answer, _) = platform.said(|t| t == "told as usual").await;
+    gateway.stop().await;
+    assert!(
+        platform.is_quiet(status),
+        "important: status buzzed on {name}"
+    );
+    assert!(
+        !platform.is_quiet(answer),
+        "important: answer quiet on {name}"
     );
 }

@@ -129,6 +129,16 @@ async fn codex_questions_are_answered_by_a_press_and_a_typed_reply_or_time_out()
     tg.press(ALICE, ALICE, question, &postgres);
     tg.wait_for_text(ALICE, |t| t.starts_with("Codex asks (2 of 2) - Name"))
         .await;
+    // The answered card says who chose and when, and keeps nothing to press.
+    tg.wait_for_call("editMessageText", |b| b["message_id"] == question)
+        .await;
+    let card = tg.text_of(question).unwrap_or_default();
+    assert!(
+        card.contains("\n\nAnswered Postgres by User1001 at "),
+        "{card}"
+    );
+    let keyboard = &tg.message_of(question).unwrap_or_default()["reply_markup"];
+    assert!(keyboard.is_null(), "buttons left: {keyboard}");
     // A plain message answers the question Codex waits on ("Other"); it does not steer.
     tg.dm(ALICE, "Puffin Tracker");
     answers_shown(&tg, 1).await;

@@ -127,6 +127,7 @@ async fn approval_prompts_are_answered_by_a_person_or_time_out() {
     let first = Answer {
         decision: Decision::Accept,
         by: "tester".into(),
+        at: 1_000,
     };
     assert_eq!(
         chat.decide(&app, prompt.id, Decision::Decline).await,

@@ -1,7 +1,10 @@
 //! Discord end to end: the gateway's `run` against a fake Discord (REST + WebSocket
 //! gateway) on 127.0.0.1, the real codex app-server and the fake model.
 
-use crate::support::discord::{APP_ID, BOT_ID, FakeDiscord};
+use std::sync::Arc;
+
+use crate::support::discord::{self, APP_ID, BOT_ID, BOT_ROLE, DEVS_ROLE, FakeDiscord};
+use crate::support::model::{Reply, default_brain};
 use crate::support::{Gateway, PASTED_CODE, TestEnv, secret};
 use codex_gateway::config::{ApprovalPolicy, Config};
 
@@ -17,7 +20,10 @@ fn mention(text: &str) -> String {
 }
 
 async fn setup() -> (TestEnv, FakeDiscord, Config) {
-    let env = TestEnv::new().await;
+    setup_in(TestEnv::new().await).await
+}
+
+async fn setup_in(env: TestEnv) -> (TestEnv, FakeDiscord, Config) {
     std::fs::write(env.workspace().join("notes.txt"), "discord-gannet-72").unwrap();
     let discord = FakeDiscord::start().await;
     let mut config = env.config();
@@ -374,7 +380,7 @@ async fn a_leftover_button_never_decides_another_channels_request() {
         .wait_for_call("POST", &format!("/{token}/callback"), |_| true)
         .await;
     let content = again.body["data"]["content"].as_str().unwrap();
-    assert!(content.ends_with("Accept by user1001"), "{content}");
+    assert!(content.contains("Accept by user1001 at "), "{content}");
     assert!(!content.contains("Cancel by"), "{content}");
     gateway.stop().await;
 }
@@ -429,7 +435,7 @@ async fn approval_prompts_show_the_whole_command_exactly() {
     dc.wait_for_call("POST", &format!("/{token}/callback"), |b| {
         b["data"]["content"]
             .as_str()
-            .is_some_and(|t| t.ends_with("Cancel by user1001"))
+            .is_some_and(|t| t.contains("\n\nCancel by user1001 at "))
     })
     .await;
 
@@ -652,5 +658,92 @@ async fn replies_never_ping_anyone() {
             write.path,
             write.body
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_the_bot_or_a_mention_of_its_role_addresses_it() {
+    let (env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(CHANNEL, ALICE, &[], "to nobody");
+    let to_devs = format!("<@&{DEVS_ROLE}> to the devs");
+    dc.channel_message_to_role(CHANNEL, ALICE, DEVS_ROLE, &to_devs);
+    let to_bot = format!("<@&{BOT_ROLE}> to the bot's role");
+    dc.channel_message_to_role(CHANNEL, ALICE, BOT_ROLE, &to_bot);
+    let (answer, text) = dc
+        .wait_for_content(CHANNEL, |t| t == "Echo: to the bot's role")
+        .await;
+    let alices = discord::message(1, CHANNEL, ALICE, "to nobody", true);
+    dc.channel_reply(CHANNEL, ALICE, alices, "a reply to Alice");
+    let bots = discord::message(answer, CHANNEL, BOT_ID, &text, true);
+    dc.channel_reply(CHANNEL, ALICE, bots, "a reply to the bot");
+    dc.wait_for_content(CHANNEL, |t| t == "Echo: a reply to the bot")
+        .await;
+    gateway.stop().await;
+    // Each channel's messages are taken in order: the ones before an answer were read.
+    assert_eq!(
+        env.model.turn_texts(),
+        vec!["to the bot's role", "a reply to the bot"],
+        "only the bot's role and a reply to the bot address it"
+    );
+}
+
+/// Answers "fence" with a code fence opened mid-line, longer than a message, and
+/// "words" with one line of words longer than a message.
+fn splitting_brain() -> crate::support::model::Brain {
+    let default = default_brain();
+    Arc::new(move |request| match request.last_human_text().as_str() {
+        "fence" => {
+            let code: String = (0..150).map(|i| format!("echo step {i}\n")).collect();
+            Reply::Text(format!("Run this: ```bash\n{code}``` and you are done."))
+        }
+        "words" => Reply::Text(format!("{}end.", "codex ".repeat(700))),
+        _ => default(request),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_answers_split_with_fences_kept_and_words_whole() {
+    let (_env, dc, config) = setup_in(TestEnv::with_brain(splitting_brain()).await).await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(LISTED, ALICE, &[], "fence");
+    dc.wait_for_content(LISTED, |t| t.ends_with("``` and you are done."))
+        .await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("words"));
+    dc.wait_for_content(CHANNEL, |t| t.ends_with("end.")).await;
+    gateway.stop().await;
+    let fenced: Vec<_> = dc
+        .contents(LISTED)
+        .into_iter()
+        .filter(|(_, text)| text.contains("echo step"))
+        .collect();
+    assert!(fenced.len() >= 2, "{} messages", fenced.len());
+    for (_, text) in &fenced {
+        assert!(
+            text.chars().count() <= 2000,
+            "{} characters",
+            text.chars().count()
+        );
+        assert_eq!(
+            text.matches("```").count() % 2,
+            0,
+            "a fence left open:\n{text}"
+        );
+    }
+    assert!(
+        fenced[1].1.starts_with("```bash\n"),
+        "not reopened: {}",
+        fenced[1].1
+    );
+    let words: Vec<_> = dc
+        .contents(CHANNEL)
+        .into_iter()
+        .filter(|(_, text)| text.starts_with("codex"))
+        .collect();
+    assert!(words.len() >= 3, "{} messages", words.len());
+    for (_, text) in &words {
+        assert!(text.chars().count() <= 2000);
+        let whole = |word: &str| word == "codex" || word == "end.";
+        assert!(text.split(' ').all(whole), "a word cut: {text:?}");
     }
 }

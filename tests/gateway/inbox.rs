@@ -46,7 +46,7 @@ async fn long_turn_and_queued(tg: &FakeTelegram, queued: &str) {
     })
     .await;
     tg.dm(ALICE, LONG_JOB);
-    tg.wait_for_text(ALICE, |t| t.contains("running: sleep 30"))
+    tg.wait_for_status(ALICE, |t| t.contains("running: sleep 30"))
         .await;
     tg.dm(ALICE, queued);
     tg.wait_for_text(ALICE, |t| t.starts_with("Queued: ")).await;
@@ -180,7 +180,7 @@ async fn drive_to(point: KillPoint, tg: &FakeTelegram) {
         KillPoint::Waiting => long_turn_and_queued(tg, text).await,
         KillPoint::TurnRunning => {
             tg.dm(ALICE, text);
-            tg.wait_for_text(ALICE, |t| t.contains("running: sleep 30"))
+            tg.wait_for_status(ALICE, |t| t.contains("running: sleep 30"))
                 .await;
         }
         KillPoint::AnswerWaiting => {

@@ -84,7 +84,7 @@ async fn sigterm_during_a_slow_turn_tells_the_chat_and_exits_cleanly() {
     );
     // The status showing the first streamed words says the turn is running.
     telegram
-        .wait_for_text(ALICE, |t| {
+        .wait_for_status(ALICE, |t| {
             t.starts_with("Working · ") && t.contains("writing: a story")
         })
         .await;

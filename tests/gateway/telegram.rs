@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::telegram::{
-    BOT_USERNAME, FakeTelegram, Fault, LONE_SURROGATE, button_data, button_labels, visible_text,
+    BOT_USERNAME, FakeTelegram, Fault, LONE_SURROGATE, button_data, button_labels, buttons,
+    visible_text,
 };
 use crate::support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
 use codex_gateway::config::{ApprovalPolicy, Config};
@@ -45,7 +46,9 @@ async fn new_command_starts_a_fresh_thread() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_reply_is_edited_at_the_configured_rate() {
-    let (_env, tg, config) = setup().await;
+    let (_env, tg, mut config) = setup().await;
+    // The edited status message (groups, and private chats with drafts off).
+    config.telegram.drafts = false;
     let gateway = Gateway::start(&config);
     let answer =
         "One two three four five six seven eight nine ten eleven twelve thirteen fourteen.";
@@ -144,6 +147,14 @@ async fn approval_prompts_show_the_whole_command_exactly() {
     tg.dm(ALICE, "run: echo '<b>x</b> & @admin' > safe\u{202E}txt.sh");
     let call = tg.sent_message(|t| t.starts_with("Codex asks")).await;
     assert_eq!(call.body["parse_mode"], "HTML");
+    // Accepting is green; Cancel keeps the app's own colour.
+    let styles: Vec<(String, Value)> = buttons(&call.body)
+        .iter()
+        .map(|b| (b["text"].as_str().unwrap().to_owned(), b["style"].clone()))
+        .collect();
+    let accept = ("Accept".to_owned(), Value::from("success"));
+    let cancel = ("Cancel".to_owned(), Value::Null);
+    assert_eq!(styles, [accept, cancel]);
     let id = tg.message_id_of(&call).await;
     let shown = tg.message_of(id).unwrap();
     let text = shown["text"].as_str().unwrap();
@@ -174,7 +185,7 @@ async fn approval_prompts_show_the_whole_command_exactly() {
         edit.body["text"]
             .as_str()
             .unwrap()
-            .ends_with("Cancel by User1001")
+            .contains("\n\nCancel by User1001 at ")
     );
     assert_eq!(
         edit.body["entities"][0]["type"], "pre",
@@ -214,7 +225,7 @@ async fn approval_prompts_show_the_whole_command_exactly() {
         edit.body["caption"]
             .as_str()
             .unwrap()
-            .ends_with("Accept by User1001")
+            .contains("Accept by User1001 at ")
     );
     gateway.stop().await;
     drop(env);
@@ -502,7 +513,9 @@ async fn pasted_code_in_groups_and_topics_reaches_codex_byte_for_byte() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quick_answer_is_one_message_and_each_turn_starts_a_new_one() {
-    let (_env, tg, config) = setup().await;
+    let (_env, tg, mut config) = setup().await;
+    // The status message's life, from sent to summary (drafts have none).
+    config.telegram.drafts = false;
     let gateway = Gateway::start(&config);
     tg.dm(ALICE, "quick one");
     tg.wait_for_text(ALICE, |t| t == "Echo: quick one").await;
@@ -720,4 +733,96 @@ async fn polls_that_keep_failing_turn_health_unhealthy() {
         .await;
     assert_eq!(crate::support::http_get(port, "/healthz").await.0, 200);
     gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_chats_turn_streams_as_a_draft_and_the_answer_is_one_message() {
+    let (_env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    let answer = "Drafted word by word, then sent once as a message of its own.";
+    tg.dm(ALICE, &format!("slow: {answer}"));
+    tg.wait_for_text(ALICE, |t| t == answer).await;
+    tg.dm(ALICE, "slow: a second turn");
+    tg.wait_for_text(ALICE, |t| t == "a second turn").await;
+    gateway.stop().await;
+
+    let drafts = tg.drafts(ALICE);
+    let first = drafts[0].0;
+    let (turn_one, turn_two): (Vec<_>, Vec<_>) = drafts.iter().partition(|d| d.0 == first);
+    assert!(turn_one.len() >= 2, "{drafts:#?}");
+    assert!(!turn_two.is_empty(), "the second turn drafted nothing");
+    assert!(
+        first != 0
+            && turn_two
+                .iter()
+                .all(|d| d.0 == turn_two[0].0 && d.0 != first)
+    );
+    for (_, text, can_stop, _) in &drafts {
+        assert!(text.starts_with("Working · "), "{text}");
+        assert!(can_stop, "no Telegram stop on a draft");
+    }
+    let gaps: Vec<_> = turn_one.windows(2).map(|w| w[1].3 - w[0].3).collect();
+    assert!(
+        gaps.iter().all(|gap| *gap >= Duration::from_millis(950)),
+        "drafts closer than the edit interval: {gaps:?}"
+    );
+    // No status message and no edit: the two answers are the chat's only messages.
+    let texts: Vec<String> = tg.texts(ALICE).into_iter().map(|(_, t)| t).collect();
+    assert_eq!(texts, [answer, "a second turn"]);
+    assert!(tg.calls("editMessageText").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telegrams_stop_on_a_draft_stops_the_turn() {
+    let (env, tg, config) = setup().await;
+    let gateway = Gateway::start(&config);
+    tg.dm(
+        ALICE,
+        "slow: a story long enough to be stopped half way through",
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let draft_id = loop {
+        if let Some(draft) = tg.drafts(ALICE).first() {
+            break draft.0;
+        }
+        assert!(Instant::now() < deadline, "no draft");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tg.stop_draft(ALICE, draft_id);
+    tg.wait_for_text(ALICE, |t| t == "Stopped.").await;
+    gateway.stop().await;
+    let texts: Vec<String> = tg.texts(ALICE).into_iter().map(|(_, t)| t).collect();
+    assert!(
+        !texts.iter().any(|t| t.contains("half way through")),
+        "the whole answer came: {texts:?}"
+    );
+    assert_eq!(env.model.turn_requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drafts_a_bot_api_server_refuses_fall_back_to_an_edited_status_once() {
+    let (_env, tg, config) = setup().await;
+    tg.know_no_drafts();
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "slow: first of two turns on an older server");
+    tg.wait_for_text(ALICE, |t| t == "first of two turns on an older server")
+        .await;
+    tg.dm(ALICE, "slow: second of two");
+    tg.wait_for_text(ALICE, |t| t == "second of two").await;
+    let statuses = tg.calls("sendMessage").into_iter().filter(|c| {
+        c.body["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Working · "))
+    });
+    assert_eq!(statuses.count(), 2, "each turn shows a status message");
+    assert!(
+        !tg.calls("editMessageText").is_empty(),
+        "the status is edited"
+    );
+    gateway.stop().await;
+    assert_eq!(
+        tg.calls("sendMessageDraft").len(),
+        1,
+        "drafts are tried once, then no more"
+    );
 }

@@ -187,7 +187,7 @@ async fn a_turn_on_a_worker_survives_a_gateway_restart() {
     })
     .await;
     tg.dm(ALICE, "run: sleep 6; echo handed-over");
-    tg.wait_for_text(ALICE, |t| t.contains("running: sleep 6"))
+    tg.wait_for_status(ALICE, |t| t.contains("running: sleep 6"))
         .await;
     tg.dm(ALICE, "after the job");
     tg.wait_for_text(ALICE, |t| t.starts_with("Queued: ")).await;
@@ -214,7 +214,7 @@ async fn a_turn_on_a_worker_survives_a_gateway_restart() {
 
     // Restarted, and the turn ends while the gateway is away: read back.
     tg.dm(ALICE, "run: sleep 2; echo while-away");
-    tg.wait_for_text(ALICE, |t| t.contains("running: sleep 2"))
+    tg.wait_for_status(ALICE, |t| t.contains("running: sleep 2"))
         .await;
     gateway.stop().await;
     tokio::time::sleep(Duration::from_secs(4)).await;

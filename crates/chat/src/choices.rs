@@ -12,6 +12,7 @@ pub struct ChatChoices {
     pub follow_up: Option<FollowUp>,
     pub progress: Option<Progress>,
     pub mode: Option<Mode>,
+    pub notify: Option<Notify>,
 }
 
 /// One choice made (or, with `None`, taken back).
@@ -23,6 +24,7 @@ pub enum Chosen {
     FollowUp(Option<FollowUp>),
     Progress(Option<Progress>),
     Mode(Option<Mode>),
+    Notify(Option<Notify>),
 }
 
 impl Chosen {
@@ -33,6 +35,7 @@ impl Chosen {
             Chosen::FollowUp(value) => value.map(Named::name),
             Chosen::Progress(value) => value.map(Named::name),
             Chosen::Mode(value) => value.map(Named::name),
+            Chosen::Notify(value) => value.map(Named::name),
         }
     }
 }
@@ -46,6 +49,7 @@ impl ChatChoices {
             Chosen::FollowUp(follow_up) => self.follow_up = follow_up,
             Chosen::Progress(progress) => self.progress = progress,
             Chosen::Mode(mode) => self.mode = mode,
+            Chosen::Notify(notify) => self.notify = notify,
         }
     }
 }
@@ -89,6 +93,28 @@ impl Named for Progress {
 
 crate::serde_by_name!(Progress);
 
+/// Which of the bot's messages make the phone buzz.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Notify {
+    /// Every message, the running turn's status too.
+    All,
+    /// The answer, approvals, questions and the gateway's notices; the status and
+    /// progress are silent.
+    #[default]
+    Important,
+    /// None: every message arrives silently.
+    Off,
+}
+
+impl Named for Notify {
+    const WHAT: &'static str = "notification setting";
+    const NAMES: &'static [(Notify, &'static str)] = &[
+        (Notify::All, "all"),
+        (Notify::Important, "important"),
+        (Notify::Off, "off"),
+    ];
+}
+
 /// A chat's preset of sandbox and approval policy (`/mode`); without one the chat runs
 /// with the config's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +147,7 @@ mod tests {
             (Chosen::Mode(Some(Mode::ReadOnly)), Some("read-only")),
             (Chosen::FollowUp(Some(FollowUp::Queue)), Some("queue")),
             (Chosen::Progress(None), None),
+            (Chosen::Notify(Some(Notify::Off)), Some("off")),
             (Chosen::Model(Some("gpt-6".into())), Some("gpt-6")),
         ];
         for (choice, stored) in chosen {
@@ -130,5 +157,6 @@ mod tests {
         assert_eq!(choices.mode, Some(Mode::ReadOnly));
         assert_eq!(choices.follow_up, Some(FollowUp::Queue));
         assert_eq!(choices.model.as_deref(), Some("gpt-6"));
+        assert_eq!(choices.notify, Some(Notify::Off));
     }
 }

@@ -5,7 +5,7 @@ pub mod inbox;
 pub mod jobs;
 pub mod named;
 
-pub use choices::{ChatChoices, Chosen, FollowUp, Mode, Progress};
+pub use choices::{ChatChoices, Chosen, FollowUp, Mode, Notify, Progress};
 pub use inbox::{Stage, Step, Ticket};
 pub use jobs::{NewJob, ScheduledJob};
 pub use named::{Named, UnknownName};
@@ -171,6 +171,8 @@ pub enum OutboundKind {
     Trouble(String),
     /// A turn started (`true`) or ended (`false`): platforms show a typing indicator.
     Working(bool),
+    /// Which of the chat's next messages notify (its `/notify` choice).
+    Notify(Notify),
     /// The turn is over and its reply (if any) was sent: the next turn's status starts a
     /// new message. A status message that was shown becomes `summary` ("Worked 4 min 12 s
     /// · 23 commands").

@@ -1,8 +1,8 @@
-//! A chat's own choices (model, effort, folder, follow-up, progress, mode), on its row:
+//! A chat's own choices (model, effort, folder, follow-up, progress, mode, notify), on its row:
 //! kept across restarts and `/new` (a new thread keeps the row). Read strictly: a value
 //! this gateway does not know is an error, not a default.
 
-use chat::{ChatChoices, ChatKey, Chosen, FollowUp, Mode, Progress};
+use chat::{ChatChoices, ChatKey, Chosen, FollowUp, Mode, Notify, Progress};
 use tracing::instrument;
 
 use super::stored::StoredName;
@@ -17,6 +17,7 @@ struct ChoicesRow {
     follow_up: StoredName<FollowUp>,
     progress: StoredName<Progress>,
     mode: StoredName<Mode>,
+    notify: StoredName<Notify>,
 }
 
 impl From<ChoicesRow> for ChatChoices {
@@ -28,6 +29,7 @@ impl From<ChoicesRow> for ChatChoices {
             follow_up: row.follow_up.0,
             progress: row.progress.0,
             mode: row.mode.0,
+            notify: row.notify.0,
         }
     }
 }
@@ -41,6 +43,7 @@ fn column(chosen: &Chosen) -> &'static str {
         Chosen::FollowUp(_) => "follow_up",
         Chosen::Progress(_) => "progress",
         Chosen::Mode(_) => "mode",
+        Chosen::Notify(_) => "notify",
     }
 }
 
@@ -48,7 +51,7 @@ impl Store {
     #[instrument(skip_all, fields(chat = %chat))]
     pub async fn choices(&self, chat: &ChatKey) -> Result<ChatChoices, StoreError> {
         let row: Option<ChoicesRow> = sqlx::query_as(
-            "SELECT model, effort, folder, follow_up, progress, mode FROM chats WHERE chat_key = ?",
+            "SELECT model, effort, folder, follow_up, progress, mode, notify FROM chats WHERE chat_key = ?",
         )
         .bind(chat.to_string())
         .fetch_optional(&self.pool)

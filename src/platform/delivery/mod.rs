@@ -18,7 +18,7 @@ use crate::platform::approvals::ApprovalCard;
 use crate::platform::choices::ChoiceButton;
 use crate::platform::retry::Unsent;
 use crate::render;
-use chat::{AnswerSlot, ApprovalPrompt, ChatKey, Outbound, OutboundKind};
+use chat::{AnswerSlot, ApprovalPrompt, ChatKey, Notify, Outbound, OutboundKind};
 use worker::Worker;
 
 /// How a chat's replies are paced.
@@ -48,7 +48,14 @@ pub trait Sink: Send + Sync + 'static {
     const LIMIT: usize;
     /// How long the platform shows "typing" after one request.
     const TYPING_RENEWAL: Duration;
+    /// Where its Markdown opens and closes code fences.
+    const FENCES: render::Fences = render::Fences::AtLineStart;
     fn units(text: &str) -> usize;
+    /// Which of the chat's next messages notify (its `/notify` choice); by default the
+    /// platform cannot tell.
+    fn set_notify(&mut self, notify: Notify) {
+        let _ = notify;
+    }
     /// Least time between two edits the platform allows this chat, when it is longer
     /// than the configured interval (Telegram groups: 20 messages a minute).
     fn least_edit_interval(&self) -> Duration {
@@ -70,8 +77,9 @@ pub trait Sink: Send + Sync + 'static {
         markdown: &str,
     ) -> impl Future<Output = Result<(), Unsent>> + Send;
     fn typing(&self) -> impl Future<Output = ()> + Send;
-    /// Sends the running turn's status (or trouble line): without a buzz, and with a Stop
-    /// button when `stop` and the platform has buttons. By default, as `send`.
+    /// Sends the running turn's status (or trouble line): without a buzz (unless the
+    /// chat asked for every message to notify), and with a Stop button when `stop` and
+    /// the platform has buttons. By default, as `send`.
     fn send_status(
         &self,
         text: &str,
@@ -79,6 +87,21 @@ pub trait Sink: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::MessageId, Unsent>> + Send {
         let _ = stop;
         self.send(text)
+    }
+    /// How often the running turn's draft is sent again while nothing changes, where the
+    /// status streams as a draft (Telegram's private chats); `None` where it is a message.
+    fn draft_refresh(&self) -> Option<Duration> {
+        None
+    }
+    /// A new draft's id, for one running turn.
+    fn new_draft(&self) -> i64 {
+        0
+    }
+    /// Shows `text` as draft `id`, with the platform's own stop. A refusal turns drafts
+    /// off for good (`draft_refresh` is `None` from then on): the status becomes a message.
+    fn draft(&self, id: i64, text: &str) -> impl Future<Output = Result<(), Unsent>> + Send {
+        let _ = (id, text);
+        async { Err(Unsent::Refused) }
     }
     /// Edits it: the Stop button stays while `stop`, and goes when the turn is over.
     fn edit_status(
@@ -107,7 +130,7 @@ pub trait Sink: Send + Sync + 'static {
     /// A gateway notice.
     fn notice(&self, text: &str) -> impl Future<Output = ()> + Send {
         async move {
-            for piece in render::split(text, Self::LIMIT, Self::units) {
+            for piece in render::split(text, Self::LIMIT, Self::units, Self::FENCES) {
                 let _ = self.send(&piece).await;
             }
         }

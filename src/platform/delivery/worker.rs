@@ -31,6 +31,14 @@ struct TroubleLine<Id> {
 enum Stream<Id> {
     /// Not shown yet: the turn may end before `show_at`, and then only its answer is sent.
     Held { text: String, show_at: Instant },
+    /// Shown as a draft (Telegram's private chats), sent again at most once per
+    /// interval when it changes and at the refresh when it does not.
+    Drafted {
+        draft_id: i64,
+        shown: String,
+        last_sent: Instant,
+        pending: Option<String>,
+    },
     /// Shown in one message, edited at most once per interval.
     Shown {
         message_id: Id,
@@ -104,12 +112,19 @@ impl<S: Sink> Worker<S> {
                 ..
             } => Some(*last_edit + self.pace.edit_interval),
             Stream::Shown { .. } => None,
+            Stream::Drafted {
+                last_sent,
+                pending: Some(_),
+                ..
+            } => Some(*last_sent + self.pace.edit_interval),
+            Stream::Drafted { last_sent, .. } => Some(*last_sent + self.sink.draft_refresh()?),
         }
     }
 
     async fn handle(&mut self, event: OutboundKind) {
         match event {
             OutboundKind::Working(working) => self.typing = working,
+            OutboundKind::Notify(notify) => self.sink.set_notify(notify),
             OutboundKind::Status(text) => self.stream_text(text),
             OutboundKind::Reply(text) => self.send_answer(&text, None).await,
             OutboundKind::KeptReply { text, ledger } => {
@@ -178,23 +193,29 @@ impl<S: Sink> Worker<S> {
                 self.stream = Some(Stream::Held { text, show_at });
             }
             Some(Stream::Held { text: held, .. }) => *held = text,
-            Some(Stream::Shown { shown, .. }) if *shown == text => {}
-            Some(Stream::Shown { pending, .. }) => *pending = Some(text),
+            Some(Stream::Shown { shown, .. } | Stream::Drafted { shown, .. }) if *shown == text => {
+            }
+            Some(Stream::Shown { pending, .. } | Stream::Drafted { pending, .. }) => {
+                *pending = Some(text)
+            }
         }
     }
 
-    /// Shows the streamed text: the first time as a new message, then as edits.
+    /// Shows the streamed text: as a draft where the platform streams drafts, else the
+    /// first time as a new message, then as edits.
     async fn flush(&mut self) {
         match self.stream.take() {
-            Some(Stream::Held { text, .. }) => {
-                let sent = self.sink.send_status(&preview::<S>(&text, ""), true).await;
-                self.stream = sent.ok().map(|message_id| Stream::Shown {
-                    message_id,
-                    shown: text,
-                    last_edit: Instant::now(),
-                    pending: None,
-                });
+            Some(Stream::Held { text, .. }) if self.sink.draft_refresh().is_some() => {
+                let draft_id = self.sink.new_draft();
+                self.show_draft(draft_id, text).await
             }
+            Some(Stream::Drafted {
+                draft_id,
+                shown,
+                pending,
+                ..
+            }) => self.show_draft(draft_id, pending.unwrap_or(shown)).await,
+            Some(Stream::Held { text, .. }) => self.show_status(text).await,
             Some(Stream::Shown {
                 message_id,
                 pending: Some(text),
@@ -215,11 +236,46 @@ impl<S: Sink> Worker<S> {
         }
     }
 
-    /// The answer: always new messages, so the phone notifies; a held status is
-    /// dropped (a quick turn is its answer alone), a shown one stays for its summary. A
-    /// kept answer starts where its ledger says and tells it how each piece fares.
+    /// Sends the turn's status as a new message with its Stop button.
+    async fn show_status(&mut self, text: String) {
+        let sent = self.sink.send_status(&preview::<S>(&text, ""), true).await;
+        self.stream = sent.ok().map(|message_id| Stream::Shown {
+            message_id,
+            shown: text,
+            last_edit: Instant::now(),
+            pending: None,
+        });
+    }
+
+    /// Sends the turn's status as draft `draft_id`; once the platform refuses drafts, as
+    /// a message. A draft that could not be sent now is tried again at the next interval.
+    async fn show_draft(&mut self, draft_id: i64, text: String) {
+        match self.sink.draft(draft_id, &preview::<S>(&text, "")).await {
+            Err(Unsent::Refused) => self.show_status(text).await,
+            sent => {
+                let (shown, pending) = match sent {
+                    Ok(()) => (text, None),
+                    Err(_) => (String::new(), Some(text)),
+                };
+                self.stream = Some(Stream::Drafted {
+                    draft_id,
+                    shown,
+                    last_sent: Instant::now(),
+                    pending,
+                });
+            }
+        }
+    }
+
+    /// The answer: always new messages, so the phone notifies; a held status or a draft
+    /// is dropped (a quick turn is its answer alone; the answer takes the draft's place),
+    /// a shown status message stays for its summary. A kept answer starts where its
+    /// ledger says and tells it how each piece fares.
     async fn send_answer(&mut self, text: &str, ledger: Option<&Ledger>) {
-        if matches!(self.stream, Some(Stream::Held { .. })) {
+        if matches!(
+            self.stream,
+            Some(Stream::Held { .. } | Stream::Drafted { .. })
+        ) {
             self.stream = None;
         }
         let note = |step| async move {
@@ -227,7 +283,7 @@ impl<S: Sink> Worker<S> {
                 ledger.note(step).await;
             }
         };
-        let pieces = render::split(text, S::LIMIT, S::units);
+        let pieces = render::split(text, S::LIMIT, S::units, S::FENCES);
         let from = ledger.map_or(0, |ledger| ledger.from_piece);
         for (index, piece) in pieces.iter().enumerate().skip(from) {
             let _ = patiently(|| async {
@@ -296,7 +352,7 @@ where
 /// A streamed text as it fits one message, with `suffix` after it.
 fn preview<S: Sink>(text: &str, suffix: &str) -> String {
     let room = S::LIMIT - 2 - S::units(suffix);
-    let first = render::split(text, room, S::units)
+    let first = render::split(text, room, S::units, S::FENCES)
         .into_iter()
         .next()
         .unwrap_or_default();
@@ -452,5 +508,131 @@ mod tests {
             Delivered,
         ];
         assert_eq!(steps, expected);
+    }
+
+    /// A private chat that streams drafts (or, with `refuse`, refuses them as an older Bot
+    /// API server does): what it was shown is kept.
+    #[derive(Default)]
+    struct DraftingChat {
+        refuse: bool,
+        refused: std::sync::atomic::AtomicBool,
+        drafts: Mutex<Vec<(i64, String)>>,
+        statuses: Mutex<Vec<String>>,
+    }
+
+    impl Sink for DraftingChat {
+        type MessageId = ();
+        const LIMIT: usize = 100;
+        const TYPING_RENEWAL: Duration = Duration::from_secs(5);
+
+        fn units(text: &str) -> usize {
+            text.len()
+        }
+
+        fn draft_refresh(&self) -> Option<Duration> {
+            let refused = self.refused.load(std::sync::atomic::Ordering::SeqCst);
+            (!refused).then_some(Duration::from_secs(20))
+        }
+
+        fn new_draft(&self) -> i64 {
+            7
+        }
+
+        async fn draft(&self, id: i64, text: &str) -> Result<(), Unsent> {
+            if self.refuse {
+                self.refused
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                return Err(Unsent::Refused);
+            }
+            self.drafts.lock().unwrap().push((id, text.to_owned()));
+            Ok(())
+        }
+
+        async fn send(&self, _text: &str) -> Result<(), Unsent> {
+            Ok(())
+        }
+
+        async fn send_reply(&self, _markdown: &str) -> Result<(), Unsent> {
+            Ok(())
+        }
+
+        async fn send_status(&self, text: &str, _stop: bool) -> Result<(), Unsent> {
+            self.statuses.lock().unwrap().push(text.to_owned());
+            Ok(())
+        }
+
+        async fn edit_status(&self, _id: (), text: &str, _stop: bool) -> Result<(), Unsent> {
+            self.statuses.lock().unwrap().push(text.to_owned());
+            Ok(())
+        }
+
+        async fn edit(&self, _id: (), _text: &str) -> Result<(), Unsent> {
+            Ok(())
+        }
+
+        async fn edit_reply(&self, _id: (), _markdown: &str) -> Result<(), Unsent> {
+            Ok(())
+        }
+
+        async fn typing(&self) {}
+
+        async fn ask(&self, _card: &ApprovalCard, _prompt: &chat::ApprovalPrompt) -> Option<()> {
+            None
+        }
+
+        async fn close_prompt(&self, _id: (), _card: &ApprovalCard, _line: &str) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_draft_is_refreshed_before_it_lapses_and_ends_with_the_answer() {
+        let pace = Pace::from_millis(1000, 1000);
+        let mut worker = Worker::new(DraftingChat::default(), pace, Latest::default());
+        let shown = |worker: &Worker<DraftingChat>| worker.sink.drafts.lock().unwrap().clone();
+        worker.stream_text("Working · 1 s".into());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        worker.flush().await;
+        assert_eq!(shown(&worker), [(7, "Working · 1 s".to_owned())]);
+        // Nothing new: sent again at the refresh, not before.
+        let sent = Instant::now();
+        assert_eq!(worker.next_flush(), Some(sent + Duration::from_secs(20)));
+        tokio::time::advance(Duration::from_secs(20)).await;
+        worker.flush().await;
+        assert_eq!(shown(&worker).len(), 2);
+        assert_eq!(shown(&worker)[1], (7, "Working · 1 s".to_owned()));
+        // New text: at the edit interval.
+        worker.stream_text("Working · 21 s".into());
+        assert_eq!(
+            worker.next_flush(),
+            Some(Instant::now() + Duration::from_secs(1))
+        );
+        tokio::time::advance(Duration::from_secs(1)).await;
+        worker.flush().await;
+        assert_eq!(shown(&worker)[2], (7, "Working · 21 s".to_owned()));
+        // The answer takes the draft's place: nothing is drafted after it.
+        worker.send_answer("done", None).await;
+        assert_eq!(worker.next_flush(), None);
+        assert!(worker.sink.statuses.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_draft_becomes_a_status_message() {
+        let chat = DraftingChat {
+            refuse: true,
+            ..DraftingChat::default()
+        };
+        let mut worker = Worker::new(chat, Pace::from_millis(1000, 1000), Latest::default());
+        worker.stream_text("Working · 1 s".into());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        worker.flush().await;
+        worker.stream_text("Working · 2 s".into());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        worker.flush().await;
+        let statuses = worker.sink.statuses.lock().unwrap().clone();
+        assert_eq!(
+            statuses,
+            ["Working · 1 s", "Working · 2 s"],
+            "sent, then edited"
+        );
+        assert!(worker.sink.drafts.lock().unwrap().is_empty());
     }
 }

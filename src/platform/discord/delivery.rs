@@ -16,25 +16,53 @@ use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure, Unsent};
 use crate::render;
-use chat::{AnswerSlot, ApprovalPrompt, Decision};
+use chat::{AnswerSlot, ApprovalPrompt, Decision, Notify};
 
 pub(super) struct DiscordChat {
     pub(super) http: Arc<Http>,
     pub(super) commands: Arc<PendingCommands>,
     pub(super) channel: ChannelId,
+    /// The chat's `/notify` choice.
+    pub(super) notify: Notify,
+}
+
+impl DiscordChat {
+    /// A message to the channel that pings no one, and is silent when the chat asked
+    /// for no notifications.
+    fn message(&self) -> CreateMessage {
+        match self.notify {
+            Notify::Off => silent(),
+            Notify::All | Notify::Important => CreateMessage::new().allowed_mentions(no_pings()),
+        }
+    }
+}
+
+/// A message that pings no one and notifies no one (`SUPPRESS_NOTIFICATIONS`).
+fn silent() -> CreateMessage {
+    CreateMessage::new()
+        .allowed_mentions(no_pings())
+        .flags(MessageFlags::SUPPRESS_NOTIFICATIONS)
 }
 
 impl Sink for DiscordChat {
     type MessageId = MessageId;
     const LIMIT: usize = 2000;
     const TYPING_RENEWAL: Duration = Duration::from_secs(8);
+    const FENCES: render::Fences = render::Fences::Anywhere;
 
     fn units(text: &str) -> usize {
         render::char_len(text)
     }
 
+    fn set_notify(&mut self, notify: Notify) {
+        self.notify = notify;
+    }
+
     async fn send(&self, text: &str) -> Result<MessageId, Unsent> {
-        send_plain(&self.http, self.channel, text).await
+        let message = self.message().content(text);
+        call(|| self.channel.send_message(&self.http, message.clone()))
+            .await
+            .map(|m| m.id)
     }
 
     async fn send_reply(&self, markdown: &str) -> Result<(), Unsent> {
@@ -43,11 +71,11 @@ impl Sink for DiscordChat {
 
     /// Without a notification (`SUPPRESS_NOTIFICATIONS`): the answer is what notifies.
     async fn send_status(&self, text: &str, stop: bool) -> Result<MessageId, Unsent> {
-        let status = CreateMessage::new()
-            .content(text)
-            .flags(MessageFlags::SUPPRESS_NOTIFICATIONS)
-            .components(stop_row(stop))
-            .allowed_mentions(no_pings());
+        let status = match self.notify {
+            Notify::All => CreateMessage::new().allowed_mentions(no_pings()),
+            Notify::Important | Notify::Off => silent(),
+        };
+        let status = status.content(text).components(stop_row(stop));
         call(|| self.channel.send_message(&self.http, status.clone()))
             .await
             .map(|message| message.id)
@@ -96,15 +124,13 @@ impl Sink for DiscordChat {
     /// (and holds no fence that would end the block); otherwise attached whole as a text
     /// file, the buttons under it.
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
-        let message = match prompt_markdown(card) {
-            Some(content) => CreateMessage::new().content(content),
-            None => CreateMessage::new()
-                .content(attached_content(card))
-                .add_file(CreateAttachment::bytes(
-                    card.full_text().into_bytes(),
-                    ATTACHMENT_NAME,
-                )),
-        };
+        let message =
+            match prompt_markdown(card) {
+                Some(content) => self.message().content(content),
+                None => self.message().content(attached_content(card)).add_file(
+                    CreateAttachment::bytes(card.full_text().into_bytes(), ATTACHMENT_NAME),
+                ),
+            };
         let buttons: Vec<_> = prompt
             .decisions
             .iter()
@@ -145,7 +171,8 @@ impl Sink for DiscordChat {
     }
 
     async fn send_file(&self, name: &str, bytes: &[u8]) {
-        let message = CreateMessage::new()
+        let message = self
+            .message()
             .add_file(CreateAttachment::bytes(bytes.to_vec(), name.to_owned()))
             .allowed_mentions(no_pings());
         let _ = call(|| self.channel.send_message(&self.http, message.clone())).await;
@@ -184,10 +211,7 @@ impl Sink for DiscordChat {
                 return;
             }
         }
-        let message = CreateMessage::new()
-            .content(text)
-            .components(rows.clone())
-            .allowed_mentions(no_pings());
+        let message = self.message().content(text).components(rows.clone());
         let _ = call(|| self.channel.send_message(http, message.clone())).await;
     }
 
@@ -197,7 +221,7 @@ impl Sink for DiscordChat {
         let Some(command) = self.commands.take(slot).await else {
             return self.notice(text).await;
         };
-        let pieces = render::split(text, Self::LIMIT, Self::units);
+        let pieces = render::split(text, Self::LIMIT, Self::units, Self::FENCES);
         let (first, rest) = pieces.split_first().expect("split gives a piece");
         let http = &self.http;
         let response = || {

@@ -1,8 +1,9 @@
-//! Discord through serenity: guild channels (when mentioned, or every message in listed
-//! channels), threads and DMs, each channel its own conversation. Slash commands answer
+//! Discord through serenity: guild channels (when addressed: mentioned, its role mentioned
+//! or one of its messages replied to; or every message in listed channels), threads and DMs, each channel its own conversation. Slash commands answer
 //! through their interaction; approvals are buttons. Serenity reconnects and RESUMEs the
 //! gateway by itself; conversations live in the router, so they survive that.
 
+mod addressing;
 mod attachments;
 mod delivery;
 mod inbound;
@@ -18,7 +19,7 @@ use serenity::all::{
     ChannelId, ChannelType, ClientBuilder, CommandInteraction, CommandOptionType,
     ComponentInteraction, Context, CreateCommand, CreateCommandOption, CreateInteractionResponse,
     CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildId, HttpBuilder,
-    Interaction, Message, MessageType, Ready,
+    Interaction, Message, Ready,
 };
 use serenity::async_trait;
 use serenity::http::Http;
@@ -32,12 +33,14 @@ use super::connect::{self, BotIdentity, Unknown};
 use super::intake::{IntakeHealth, keep_running};
 use super::refusals::Refusals;
 use super::texts;
+use crate::clock;
 use crate::commands;
 use crate::config::{DiscordConfig, is_admin};
 use crate::inbox::{Acceptance, Inbox};
 use crate::platform;
 use crate::platform::delivery::Pace;
 use crate::router::Router;
+use addressing::BotRoles;
 use chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use order::InOrder;
 use state::{PendingCommands, ThreadParents};
@@ -61,6 +64,7 @@ struct Intake {
     stopped: AtomicBool,
     commands: Arc<PendingCommands>,
     parents: ThreadParents,
+    bot_roles: BotRoles,
     /// The durable inbox, where accepted messages wait until their chat handled them.
     inbox: Inbox,
     /// Raised once the messages left from before the last stop were handed on.
@@ -109,6 +113,7 @@ pub async fn start(
         stopped: AtomicBool::new(false),
         commands: commands.clone(),
         parents: ThreadParents::default(),
+        bot_roles: BotRoles::default(),
         inbox,
         replayed: AtomicBool::new(false),
         last_seen: read_back::LastSeen::default(),
@@ -120,6 +125,7 @@ pub async fn start(
             http: delivery_http.clone(),
             commands: commands.clone(),
             channel: ChannelId::new(chat.chat.parse().ok()?),
+            notify: chat::Notify::default(),
         })
     }));
 
@@ -244,7 +250,7 @@ impl EventHandler for Handler {
 
     async fn message(&self, _ctx: Context, message: Message) {
         self.0.last_seen.saw(&message);
-        if !is_persons_message(&message) || self.0.stopped.load(Ordering::SeqCst) {
+        if !inbound::is_persons_message(&message) || self.0.stopped.load(Ordering::SeqCst) {
             return;
         }
         self.0.on_message(message, None).await;
@@ -314,12 +320,16 @@ impl Intake {
     async fn on_message(&self, message: Message, ticket: Option<Ticket>) -> bool {
         let http = &self.rest;
         let dm = message.guild_id.is_none();
-        let mentioned = inbound::mentions(&message.content, self.bot_id());
-        if !dm && !mentioned && !self.is_listed(message.channel_id).await {
+        let bot = self.bot_id();
+        let role = self.bot_roles.mentioned(http, &message, bot).await;
+        let addressed = inbound::mentions(&message.content, bot)
+            || role.is_some()
+            || addressing::replies_to_bot(&message, bot);
+        if !dm && !addressed && !self.is_listed(message.channel_id).await {
             return false;
         }
         let user_id = message.author.id.get();
-        let roles = role_ids(message.member.as_ref().map(|m| m.roles.as_slice()));
+        let roles = inbound::role_ids(message.member.as_ref().map(|m| m.roles.as_slice()));
         if !inbound::is_allowed(&self.config, user_id, &roles) {
             let channel = message.channel_id;
             // Only a DM is told why; in channels strangers are ignored.
@@ -330,7 +340,8 @@ impl Intake {
             }
             return false;
         }
-        let text = inbound::strip_mention(&message.content, self.bot_id());
+        let role = role.map(|role| role.get());
+        let text = inbound::strip_mention(&message.content, bot, role);
         let files = attachments::of(&message.attachments);
         if text.is_empty() && files.is_empty() {
             let hint = "I received an empty message. If you wrote text, the bot needs the Message Content intent (see the README).";
@@ -432,7 +443,7 @@ impl Intake {
 
     async fn on_command(&self, command: CommandInteraction) {
         let http = &self.rest;
-        let roles = role_ids(command.member.as_deref().map(|m| m.roles.as_slice()));
+        let roles = inbound::role_ids(command.member.as_deref().map(|m| m.roles.as_slice()));
         if !inbound::is_allowed(&self.config, command.user.id.get(), &roles) {
             let refusal = texts::command_refusal(command.user.id.get());
             return respond(command.create_response(http, ephemeral(&refusal))).await;
@@ -460,18 +471,33 @@ impl Intake {
     /// who decided.
     async fn on_button(&self, button: ComponentInteraction) {
         let http = &self.rest;
-        let roles = role_ids(button.member.as_ref().map(|m| m.roles.as_slice()));
-        if let Some(text) = choices::pressed(&button.data.custom_id) {
+        let roles = inbound::role_ids(button.member.as_ref().map(|m| m.roles.as_slice()));
+        if let Some(choice) = choices::pressed(&button.data.custom_id) {
             if !inbound::is_allowed(&self.config, button.user.id.get(), &roles) {
                 let refusal = refusal(button.user.id.get());
                 return respond(button.create_response(http, ephemeral(&refusal))).await;
             }
             let chat = chat_key(button.channel_id);
             let author = self.author(&button.user, button.guild_id.is_none());
-            self.dispatch(button.id.get(), chat, author, Sent::text(text), None);
-            // Acknowledged without a change; what the command says comes as a message.
-            return respond(button.create_response(http, CreateInteractionResponse::Acknowledge))
-                .await;
+            let sent = Sent::text(choice.command);
+            self.dispatch(button.id.get(), chat, author, sent, None);
+            // What the command says comes as a message; a question's card shows who chose.
+            let response = match choice.answers_card {
+                Some(option) => {
+                    let content = &button.message.content;
+                    let line = texts::chosen(&option, &button.user.name, clock::unix_now());
+                    CreateInteractionResponse::UpdateMessage(
+                        CreateInteractionResponseMessage::new()
+                            .allowed_mentions(delivery::no_pings())
+                            .content(
+                                approvals::with_verdict(content, &line).unwrap_or(content.clone()),
+                            )
+                            .components(Vec::new()),
+                    )
+                }
+                None => CreateInteractionResponse::Acknowledge,
+            };
+            return respond(button.create_response(http, response)).await;
         }
         let presser = Presser {
             id: button.user.id.get(),
@@ -526,22 +552,8 @@ fn refusal(user_id: u64) -> String {
     texts::stranger_refusal("Discord", "discord.allowed_users", user_id)
 }
 
-/// Only what a person wrote: not bots, not system messages (pins, joins, threads).
-fn is_persons_message(message: &Message) -> bool {
-    let written = matches!(
-        message.kind,
-        MessageType::Regular | MessageType::InlineReply
-    );
-    written && !message.author.bot
-}
-
 fn chat_key(channel: ChannelId) -> ChatKey {
     ChatKey::new(Platform::Discord, channel.get().to_string())
-}
-
-/// A member's role ids (from a message's partial member or an interaction's member).
-fn role_ids(roles: Option<&[serenity::all::RoleId]>) -> Vec<u64> {
-    roles.map_or_else(Vec::new, |roles| roles.iter().map(|r| r.get()).collect())
 }
 
 fn ephemeral(text: &str) -> CreateInteractionResponse {

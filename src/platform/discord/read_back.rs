@@ -81,7 +81,9 @@ pub(super) async fn read_back(intake: &Intake) {
     for (channel, last) in channels {
         for message in missed(intake, channel, last).await {
             intake.last_seen.saw(&message);
-            if super::is_persons_message(&message) && intake.on_message(message, None).await {
+            if super::inbound::is_persons_message(&message)
+                && intake.on_message(message, None).await
+            {
                 taken += 1;
             }
         }

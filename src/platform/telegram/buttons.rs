@@ -12,8 +12,10 @@ use teloxide::{ApiError, RequestError};
 use tracing::warn;
 
 use super::{Sent, Shared, Target, dispatch, is_allowed, refusal};
+use crate::clock;
 use crate::platform::approvals::{self, Pressed, Presser};
-use crate::platform::choices;
+use crate::platform::choices::{self, Choice};
+use crate::platform::texts;
 use crate::router::Router;
 use chat::{ChatKey, Outbox, Platform};
 
@@ -25,8 +27,8 @@ pub(super) async fn on_button(
     outbox: Outbox,
     query: CallbackQuery,
 ) {
-    if let Some(text) = query.data.as_deref().and_then(choices::pressed) {
-        return on_choice(&shared, &router, &outbox, &query, &text).await;
+    if let Some(choice) = query.data.as_deref().and_then(choices::pressed) {
+        return on_choice(&shared, &router, &outbox, &query, choice).await;
     }
     let name = query.from.full_name();
     let presser = Presser {
@@ -68,7 +70,7 @@ async fn on_choice(
     router: &Router,
     outbox: &Outbox,
     query: &CallbackQuery,
-    text: &str,
+    choice: Choice,
 ) {
     let message = query.message.as_ref().and_then(|m| m.regular_message());
     let from = &query.from;
@@ -101,14 +103,18 @@ async fn on_choice(
         target,
         message.chat.is_private(),
         Sent {
-            text,
+            text: &choice.command,
             files: Vec::new(),
             ticket: None,
         },
     );
+    if let Some(option) = choice.answers_card {
+        let line = texts::chosen(&option, &from.full_name(), clock::unix_now());
+        settle_prompt(&shared.bot, message, &line).await;
+    }
 }
 
-/// Adds who decided under the prompt, its formatting kept (the verdict is appended, so
+/// Adds who decided (or chose) under the prompt or card, its formatting kept (the verdict is appended, so
 /// the entities stay valid), and removes the buttons (an edit without a keyboard does).
 /// A prompt that already ends with the verdict (a second press) is left as it is.
 async fn settle_prompt(bot: &Bot, message: &Message, verdict: &str) {

@@ -11,21 +11,31 @@ use teloxide::payloads::{
     SendChatAction, SendMessage, SendMessageSetters,
 };
 use teloxide::types::{
-    ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ReplyMarkup,
+    ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode,
 };
 
 use super::api::{self, BotApi, CallError};
+use super::drafts::{self, SendMessageDraft};
 use super::{Shared, Target};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Unsent};
 use crate::render;
-use chat::{AnswerSlot, ApprovalPrompt};
+use chat::{AnswerSlot, ApprovalPrompt, Decision, Notify};
 
 pub(super) struct TelegramChat {
     pub(super) shared: Arc<Shared>,
     pub(super) target: Target,
+    /// The chat's `/notify` choice.
+    pub(super) notify: Notify,
+}
+
+impl TelegramChat {
+    /// A message to the chat: silent when it asked for no notifications.
+    fn message(&self, text: impl Into<String>) -> SendMessage {
+        message(self.target, text).disable_notification(self.notify == Notify::Off)
+    }
 }
 
 /// What a sent message's answer is read for.
@@ -48,6 +58,10 @@ impl Sink for TelegramChat {
         render::utf16_len(text)
     }
 
+    fn set_notify(&mut self, notify: Notify) {
+        self.notify = notify;
+    }
+
     fn least_edit_interval(&self) -> Duration {
         // Groups (negative ids) take 20 messages a minute from a bot; edits count.
         if self.target.chat_id.0 < 0 {
@@ -58,13 +72,14 @@ impl Sink for TelegramChat {
     }
 
     async fn send(&self, text: &str) -> Result<MessageId, Unsent> {
-        send_message(&self.shared.api, &message(self.target, text)).await
+        send_message(&self.shared.api, &self.message(text)).await
     }
 
     /// Markdown as Telegram HTML, or as plain text if Telegram rejects the markup.
     async fn send_reply(&self, markdown: &str) -> Result<(), Unsent> {
-        let html =
-            message(self.target, render::telegram_html(markdown)).parse_mode(ParseMode::Html);
+        let html = self
+            .message(render::telegram_html(markdown))
+            .parse_mode(ParseMode::Html);
         match send_message(&self.shared.api, &html).await {
             Err(Unsent::Refused) => self.send(markdown).await.map(drop),
             sent => sent.map(drop),
@@ -87,9 +102,46 @@ impl Sink for TelegramChat {
         }
     }
 
-    /// Silent (`disable_notification`): the answer is what buzzes the phone.
+    /// A private chat's running turn streams as a draft, while the Bot API takes them.
+    fn draft_refresh(&self) -> Option<Duration> {
+        let private = self.target.chat_id.0 > 0;
+        (private && self.shared.drafts.on()).then_some(drafts::REFRESH)
+    }
+
+    fn new_draft(&self) -> i64 {
+        self.shared.drafts.next_id()
+    }
+
+    async fn draft(&self, id: i64, text: &str) -> Result<(), Unsent> {
+        if !self.shared.drafts.on() {
+            return Err(Unsent::Refused);
+        }
+        let draft = SendMessageDraft {
+            chat_id: self.target.chat_id.0,
+            draft_id: id,
+            text,
+            message_thread_id: self.target.topic.map(|topic| topic.0.0),
+            can_stop: true,
+        };
+        let api = &self.shared.api;
+        let sent = retry::call(
+            "telegram",
+            || api.method::<IgnoredAny>(SendMessageDraft::METHOD, &draft),
+            api::classify,
+        )
+        .await;
+        if sent == Err(Unsent::Refused) {
+            self.shared.drafts.refused();
+        }
+        sent.map(drop)
+    }
+
+    /// Silent (`disable_notification`): the answer is what buzzes the phone, unless the
+    /// chat asked for every message (`/notify all`).
     async fn send_status(&self, text: &str, stop: bool) -> Result<MessageId, Unsent> {
-        let status = message(self.target, text).disable_notification(true);
+        let status = self
+            .message(text)
+            .disable_notification(self.notify != Notify::All);
         let status = match stop {
             true => status.reply_markup(stop_keyboard()),
             false => status,
@@ -115,7 +167,8 @@ impl Sink for TelegramChat {
     }
 
     async fn send_file(&self, name: &str, bytes: &[u8]) {
-        let _ = send_document(&self.shared.api, self.target, name, bytes, None).await;
+        let silent = self.notify == Notify::Off;
+        let _ = send_document(&self.shared.api, self.target, name, bytes, None, silent).await;
     }
 
     /// The listing with its options as buttons, two a row (Telegram has no answer slots).
@@ -125,7 +178,7 @@ impl Sink for TelegramChat {
             .map(|b| InlineKeyboardButton::callback(b.label.clone(), b.data.clone()))
             .collect();
         let keyboard = InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec));
-        let listing = message(self.target, text).reply_markup(keyboard);
+        let listing = self.message(text).reply_markup(keyboard);
         let _ = send_message(&self.shared.api, &listing).await;
     }
 
@@ -134,11 +187,17 @@ impl Sink for TelegramChat {
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
         let keyboard = keyboard(prompt);
         if let Some(html) = prompt_html(card) {
-            let prompt = message(self.target, html)
-                .parse_mode(ParseMode::Html)
-                .reply_markup(keyboard.clone());
-            if let Ok(id) = send_message(&self.shared.api, &prompt).await {
-                return Some(id);
+            let prompt = self.message(html).parse_mode(ParseMode::Html);
+            let mut prompt = serde_json::to_value(&prompt).expect("a message serializes");
+            prompt["reply_markup"] = keyboard.clone();
+            let api = &self.shared.api;
+            let sent = retry::call(
+                "telegram",
+                || api.method::<Sent>("sendMessage", &prompt),
+                api::classify,
+            );
+            if let Ok(sent) = sent.await {
+                return Some(MessageId(sent.message_id));
             }
         }
         let caption = attached_caption(card);
@@ -150,6 +209,7 @@ impl Sink for TelegramChat {
             ATTACHMENT_NAME,
             &file,
             attached,
+            self.notify == Notify::Off,
         )
         .await
         .ok()
@@ -201,15 +261,25 @@ fn prompt_html(card: &ApprovalCard) -> Option<String> {
 }
 
 /// The decisions the prompt offers, two buttons a row.
-fn keyboard(prompt: &ApprovalPrompt) -> InlineKeyboardMarkup {
-    let buttons: Vec<_> = prompt
-        .decisions
-        .iter()
-        .map(|&decision| {
-            InlineKeyboardButton::callback(decision.label(), button_data(prompt.id, decision))
-        })
-        .collect();
-    InlineKeyboardMarkup::new(buttons.chunks(2).map(<[_]>::to_vec))
+/// The approval buttons, two a row, coloured as Bot API 9.4 allows: accepting green,
+/// declining red (teloxide's button type has no `style`, so the markup is written here).
+fn keyboard(prompt: &ApprovalPrompt) -> serde_json::Value {
+    let button = |decision: Decision| {
+        let data = button_data(prompt.id, decision);
+        let mut button = serde_json::json!({"text": decision.label(), "callback_data": data});
+        let style = match decision {
+            Decision::Accept | Decision::AcceptForSession => Some("success"),
+            Decision::Decline => Some("danger"),
+            Decision::Cancel => None,
+        };
+        if let Some(style) = style {
+            button["style"] = style.into();
+        }
+        button
+    };
+    let buttons: Vec<_> = prompt.decisions.iter().map(|&d| button(d)).collect();
+    let rows: Vec<_> = buttons.chunks(2).map(<[_]>::to_vec).collect();
+    serde_json::json!({ "inline_keyboard": rows })
 }
 
 /// One Bot API call under the shared retry policy.
@@ -248,7 +318,8 @@ async fn send_document(
     target: Target,
     name: &str,
     bytes: &[u8],
-    captioned: Option<(&str, &InlineKeyboardMarkup)>,
+    captioned: Option<(&str, &serde_json::Value)>,
+    silent: bool,
 ) -> Result<MessageId, Unsent> {
     let form = || {
         let file = Part::bytes(bytes.to_vec()).file_name(name.to_owned());
@@ -258,9 +329,11 @@ async fn send_document(
         if let Some(topic) = target.topic {
             form = form.text("message_thread_id", topic.0.0.to_string());
         }
+        if silent {
+            form = form.text("disable_notification", "true");
+        }
         if let Some((caption, keyboard)) = captioned {
-            let markup = ReplyMarkup::InlineKeyboard(keyboard.clone());
-            let markup = serde_json::to_string(&markup).expect("a keyboard serializes");
+            let markup = keyboard.to_string();
             form = form
                 .text("caption", caption.to_owned())
                 .text("parse_mode", "HTML")

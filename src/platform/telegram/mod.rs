@@ -8,6 +8,7 @@ mod api;
 mod attachments;
 mod buttons;
 mod delivery;
+mod drafts;
 mod inbound;
 mod inbox;
 mod updates;
@@ -15,9 +16,9 @@ mod updates;
 use std::sync::Arc;
 use std::time::Duration;
 
-use teloxide::payloads::{GetMe, GetUpdates, GetUpdatesSetters};
+use teloxide::payloads::GetMe;
 use teloxide::prelude::{Bot, Requester};
-use teloxide::types::{AllowedUpdate, BotCommand, ChatId, Me, Message, Update, UpdateKind, User};
+use teloxide::types::{BotCommand, ChatId, Me, Message, Update, UpdateKind, User};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, error, info, warn};
 
@@ -75,6 +76,8 @@ struct Shared {
     bot_user_id: u64,
     /// Refusals to strangers, paced off the update loop.
     refusals: Refusals<(Target, u64)>,
+    /// Whether private chats' running turns stream as drafts.
+    drafts: drafts::Drafts,
 }
 
 /// Asks the Bot API who the bot is, registers the command menu and starts polling. A
@@ -111,6 +114,7 @@ pub async fn start(
             Some(delivery::TelegramChat {
                 shared: sinks.clone(),
                 target,
+                notify: chat::Notify::default(),
             })
         })
         .await
@@ -185,6 +189,7 @@ async fn connected_bot(
     info!(bot = me.name, "telegram connected");
     prepare(&bots.bot).await;
     let refusal_api = api.clone();
+    let drafts = drafts::Drafts::new(config.drafts);
     Arc::new(Shared {
         bot: bots.bot,
         api,
@@ -193,6 +198,7 @@ async fn connected_bot(
         config,
         username: me.name,
         bot_user_id: me.id,
+        drafts,
         refusals: Refusals::start(move |(target, user_id)| {
             delivery::send_plain(refusal_api.clone(), target, refusal(user_id))
         }),
@@ -271,14 +277,16 @@ async fn poll(
     };
     let mut failures = 0u32;
     loop {
-        let request = GetUpdates::new()
-            .offset(offset as i32)
-            .timeout(shared.config.poll_timeout_secs)
-            .allowed_updates([
-                AllowedUpdate::Message,
-                AllowedUpdate::EditedMessage,
-                AllowedUpdate::CallbackQuery,
-            ]);
+        let request = api::Poll {
+            offset,
+            timeout: shared.config.poll_timeout_secs,
+            allowed_updates: &[
+                "message",
+                "edited_message",
+                "callback_query",
+                drafts::STOPPED_UPDATE,
+            ],
+        };
         let result = tokio::select! {
             result = shared.poll_api.get_updates(&request) => result,
             _ = stopped.changed() => return,
@@ -299,6 +307,9 @@ async fn poll(
                     if let inbox::Handling::Handle(ticket) = handling {
                         handle_update(&shared, &router, &outbox, update, ticket).await;
                     }
+                }
+                for stopped in batch.stopped {
+                    on_draft_stopped(&shared, &router, &outbox, stopped);
                 }
                 continue;
             }
@@ -486,6 +497,43 @@ fn dispatch(
             &(user_id as i64),
         ),
     });
+}
+
+/// Telegram's stop pressed on a running turn's draft: the person sending `/stop` (a
+/// stranger's press stops nothing; their private chat has no turn of theirs anyway).
+fn on_draft_stopped(shared: &Shared, router: &Router, outbox: &Outbox, stopped: drafts::Stopped) {
+    let person = stopped.chat;
+    let chat_id = ChatId(person.id);
+    if !is_allowed(&shared.config, person.id as u64, chat_id) {
+        return warn!(
+            user_id = person.id,
+            "telegram: refused a draft's stop from a user who is not allowed"
+        );
+    }
+    info!(
+        draft_id = stopped.draft_id,
+        "telegram: a running turn's draft was stopped"
+    );
+    let from = User {
+        id: teloxide::types::UserId(person.id as u64),
+        is_bot: false,
+        first_name: person.first_name,
+        last_name: None,
+        username: person.username,
+        language_code: None,
+        is_premium: false,
+        added_to_attachment_menu: false,
+    };
+    let topic = stopped
+        .message_thread_id
+        .map(|t| teloxide::types::ThreadId(teloxide::types::MessageId(t)));
+    let target = Target { chat_id, topic };
+    let sent = Sent {
+        text: "/stop",
+        files: Vec::new(),
+        ticket: None,
+    };
+    dispatch(shared, router, outbox, &from, target, true, sent);
 }
 
 /// Whether `user_id` may talk to the bot in `chat`: an allowed user, or a member of an

@@ -8,9 +8,13 @@ use std::borrow::Cow;
 use teloxide::types::Update;
 use tracing::warn;
 
+use super::drafts::{STOPPED_UPDATE, Stopped};
+
 /// The updates of one batch that could be read, and where the next poll starts.
 pub(super) struct Batch {
     pub(super) updates: Vec<Update>,
+    /// Telegram's stop pressed on drafts (a kind teloxide does not know).
+    pub(super) stopped: Vec<Stopped>,
     /// Past the batch's last update, read or not; `None` for an empty batch.
     pub(super) next_offset: Option<i64>,
 }
@@ -22,9 +26,23 @@ pub(super) fn read_batch(raw: Vec<String>) -> Batch {
     struct Id {
         update_id: i64,
     }
+    #[derive(serde::Deserialize)]
+    struct StopUpdate {
+        stopped_message_generation: Stopped,
+    }
     let id = |text: &str| serde_json::from_str::<Id>(text).ok().map(|id| id.update_id);
+    let stop = |text: &str| serde_json::from_str::<StopUpdate>(text).ok();
+    let (stops, raw): (Vec<String>, Vec<String>) = raw
+        .into_iter()
+        .partition(|text| text.contains(STOPPED_UPDATE) && stop(text).is_some());
+    let stopped = stops
+        .iter()
+        .filter_map(|text| stop(text))
+        .map(|update| update.stopped_message_generation)
+        .collect();
     let next_offset = raw
         .iter()
+        .chain(&stops)
         .filter_map(|text| id(text))
         .max()
         .map(|last| last + 1);
@@ -46,6 +64,7 @@ pub(super) fn read_batch(raw: Vec<String>) -> Batch {
         .collect();
     Batch {
         updates,
+        stopped,
         next_offset,
     }
 }
@@ -147,6 +166,14 @@ mod tests {
             "the messages read as messages"
         );
         assert_eq!(batch.next_offset, Some(10));
+        let stop = r#"{"update_id": 11, "stopped_message_generation": {"chat": {"id": 1001,
+            "type": "private", "first_name": "Alice"}, "draft_id": 77}}"#;
+        let stopped = read_batch(vec![message(10, "x"), stop.into()]);
+        assert_eq!(stopped.updates.len(), 1);
+        assert_eq!(stopped.stopped.len(), 1);
+        assert_eq!(stopped.stopped[0].draft_id, 77);
+        assert_eq!(stopped.stopped[0].chat.id, 1001);
+        assert_eq!(stopped.next_offset, Some(12));
         let unread = read_batch(vec![r#"{"update_id": 12, "edited": []}"#.into()]);
         assert_eq!(unread.next_offset, Some(13));
         assert_eq!(read_batch(Vec::new()).next_offset, None);

@@ -30,7 +30,7 @@ use super::replies::Replies;
 use super::texts;
 use crate::commands::{self, Command, Input};
 use crate::session::{Context, Prompt, Session, SessionError, TurnRequest};
-use chat::{ApprovalId, ChatKey, Inbound, Stage, Step, Ticket};
+use chat::{ApprovalId, ChatKey, Inbound, OutboundKind, Stage, Step, Ticket};
 
 pub(super) enum ActorMsg {
     Inbound(Inbound),
@@ -89,6 +89,8 @@ pub(crate) struct Actor {
     activity: Arc<Activity>,
     /// Set when the gateway's shutdown grace period is over: stop the turn, drop the queue.
     abort: watch::Receiver<bool>,
+    /// Whether the chat's platform was told its `/notify` choice since this actor began.
+    notify_told: bool,
 }
 
 impl Actor {
@@ -109,6 +111,7 @@ impl Actor {
             _alive: parts.alive,
             activity: parts.activity,
             abort: parts.abort,
+            notify_told: false,
         }
     }
 
@@ -295,6 +298,7 @@ impl Actor {
 
     async fn handle(&mut self, inbound: Inbound) {
         let replies = Replies::to(&inbound).for_job(self.job_id());
+        self.tell_notify(&replies).await;
         info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), files = inbound.attachments.len(), "message");
         if !inbound.attachments.is_empty() {
             // The files are saved on the chat's Codex server, which must be up for that.
@@ -316,6 +320,19 @@ impl Actor {
             refused => {
                 self.refuse(&replies, &refused);
             }
+        }
+    }
+
+    /// Tells the platform the chat's `/notify` choice before the first answer it sends
+    /// for this actor (a chat without one stays at the default: nothing to tell).
+    async fn tell_notify(&mut self, replies: &Replies<'_>) {
+        if self.notify_told || self.session.choices().await.is_err() {
+            return;
+        }
+        self.notify_told = true;
+        let notify = self.session.notify();
+        if notify != chat::Notify::default() {
+            replies.send(OutboundKind::Notify(notify));
         }
     }
 

@@ -21,6 +21,10 @@ pub const BOT_ID: u64 = 4242;
 const INTERACTION_LATENCY: Duration = Duration::from_millis(150);
 pub const APP_ID: u64 = 777;
 pub const GUILD: u64 = 9000;
+/// The role Discord made for the bot when it joined the guild.
+pub const BOT_ROLE: u64 = 9100;
+/// A role of people.
+pub const DEVS_ROLE: u64 = 9200;
 /// The one bot token the fake takes; any other is answered as Discord does, 401.
 pub const TOKEN: &str = "discord-test-token";
 
@@ -96,6 +100,15 @@ fn timestamp() -> &'static str {
 pub fn member(user_id: u64, roles: &[u64]) -> Value {
     json!({"user": user(user_id), "roles": roles.iter().map(u64::to_string).collect::<Vec<_>>(),
            "joined_at": timestamp(), "deaf": false, "mute": false, "flags": 0, "permissions": "0"})
+}
+
+/// A guild role as Discord lists it; a bot's own role is managed and tagged with it.
+fn role(id: u64, name: &str, bot: Option<u64>) -> Value {
+    let tags = bot.map_or(json!({}), |bot| json!({"bot_id": bot.to_string()}));
+    json!({"id": id.to_string(), "name": name, "color": 0, "colors": {"primary_color": 0,
+        "secondary_color": null, "tertiary_color": null}, "hoist": false, "icon": null,
+        "unicode_emoji": null, "position": 1, "permissions": "0", "managed": bot.is_some(),
+        "mentionable": true, "tags": tags, "flags": 0})
 }
 
 pub fn message(id: u64, channel: u64, author: u64, content: &str, guild: bool) -> Value {
@@ -235,6 +248,28 @@ impl FakeDiscord {
         let mut data = message(self.next_id(), channel, author, content, true);
         data["member"] = member(author, roles);
         data["member"].as_object_mut().unwrap().remove("user");
+        self.dispatch("MESSAGE_CREATE", data);
+    }
+
+    /// A guild message in `channel` from `author` replying to `replied` (a message as
+    /// `message` makes it), as Discord sends a reply: type 19 with the message it answers.
+    pub fn channel_reply(&self, channel: u64, author: u64, replied: Value, content: &str) {
+        let mut data = message(self.next_id(), channel, author, content, true);
+        data["member"] = member(author, &[]);
+        data["member"].as_object_mut().unwrap().remove("user");
+        data["type"] = json!(19);
+        data["message_reference"] = json!({"type": 0, "message_id": replied["id"],
+            "channel_id": channel.to_string(), "guild_id": GUILD.to_string()});
+        data["referenced_message"] = replied;
+        self.dispatch("MESSAGE_CREATE", data);
+    }
+
+    /// A guild message that mentions `role` (`<@&role>` in `content`).
+    pub fn channel_message_to_role(&self, channel: u64, author: u64, role: u64, content: &str) {
+        let mut data = message(self.next_id(), channel, author, content, true);
+        data["member"] = member(author, &[]);
+        data["member"].as_object_mut().unwrap().remove("user");
+        data["mention_roles"] = json!([role.to_string()]);
         self.dispatch("MESSAGE_CREATE", data);
     }
 
@@ -529,6 +564,11 @@ async fn rest(
                 })
                 .collect(),
         )),
+        ("GET", ["guilds", _, "roles"]) => json(json!([
+            role(GUILD, "@everyone", None),
+            role(BOT_ROLE, "Codex", Some(BOT_ID)),
+            role(DEVS_ROLE, "devs", None)
+        ])),
         ("GET", ["channels", channel, "messages"]) => {
             json(Value::Array(history(&inner, channel, query.as_deref())))
         }

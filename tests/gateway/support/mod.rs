@@ -26,7 +26,8 @@ pub use model::{Brain, FakeModel, ModelRequest, Reply, default_brain};
 #[rustfmt::skip]
 pub const COMMAND_MENU: &[&str] = &[
     "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads",
-    "resume", "review", "get", "steer", "queue", "verbose", "quiet", "diff", "last", "continue",
+    "resume", "review", "get", "steer", "queue", "verbose", "quiet", "notify", "diff", "last",
+    "continue",
     "mode", "fork", "undo", "name", "answer", "every", "at", "jobs", "unschedule", "login",
     "logout", "help",
 ];
@@ -315,6 +316,7 @@ impl Chat {
         let answer = codex_gateway::router::Answer {
             decision,
             by: "tester".into(),
+            at: 1_000,
         };
         app.router().decide_approval(&self.key, id, answer).await
     }

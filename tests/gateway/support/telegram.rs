@@ -6,7 +6,7 @@
 //! call is recorded, and sends and edits are answered with full Message objects.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,8 @@ const GROUP_SENDS_PER_MINUTE: usize = 20;
 
 #[derive(Default)]
 struct Inner {
+    /// Set to answer `sendMessageDraft` as a Bot API server older than 9.5 does.
+    drafts_unknown: AtomicBool,
     /// The bot's messages sent without a notification (`disable_notification`).
     quiet: Mutex<std::collections::HashSet<i64>>,
     /// The token taken instead of [`TOKEN`], when a test sets one.
@@ -193,6 +195,53 @@ impl FakeTelegram {
     /// Takes `token` from now on instead of [`TOKEN`].
     pub fn take_token(&self, token: &str) {
         *self.inner.token.lock().unwrap() = Some(token.to_owned());
+    }
+
+    /// Waits until the running turn's status in `chat_id` says what `pick` wants: in a
+    /// status message (groups, drafts off) or a draft (private chats).
+    pub async fn wait_for_status(&self, chat_id: i64, pick: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + super::ANSWER_TIMEOUT;
+        loop {
+            let texts = self.texts(chat_id).into_iter().map(|(_, text)| text);
+            let drafts = self.drafts(chat_id).into_iter().map(|(_, text, ..)| text);
+            if texts.chain(drafts).any(|text| pick(&text)) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no such status in chat {chat_id}; messages: {:#?}",
+                self.texts(chat_id)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Answers `sendMessageDraft` from now on as a Bot API server older than 9.5: 404.
+    pub fn know_no_drafts(&self) {
+        self.inner.drafts_unknown.store(true, Ordering::SeqCst);
+    }
+
+    /// The drafts sent to `chat_id`: (draft id, text, whether it offers Telegram's stop),
+    /// each with when it came.
+    pub fn drafts(&self, chat_id: i64) -> Vec<(i64, String, bool, Instant)> {
+        self.calls("sendMessageDraft")
+            .into_iter()
+            .filter(|c| c.body["chat_id"] == chat_id && !c.rate_limited)
+            .map(|c| {
+                let text = c.body["text"].as_str().unwrap_or_default().to_owned();
+                let id = c.body["draft_id"].as_i64().unwrap_or_default();
+                (id, text, c.body["can_stop"] == true, c.at)
+            })
+            .collect()
+    }
+
+    /// `user` presses Telegram's stop on draft `draft_id` of their private chat.
+    pub fn stop_draft(&self, user: i64, draft_id: i64) -> i64 {
+        let chat = json!({"id": user, "type": "private", "first_name": format!("User{user}")});
+        self.push(
+            "stopped_message_generation",
+            json!({"chat": chat, "draft_id": draft_id}),
+        )
     }
 
     /// Queues any update: `fields` gets the next `update_id`.
@@ -584,7 +633,11 @@ async fn handle(
     };
     let limited = matches!(
         method.as_str(),
-        "sendmessage" | "editmessagetext" | "senddocument" | "editmessagecaption"
+        "sendmessage"
+            | "editmessagetext"
+            | "senddocument"
+            | "editmessagecaption"
+            | "sendmessagedraft"
     );
     let group_wait = match body["chat_id"].as_i64() {
         Some(chat) if limited && chat < 0 => inner.take_group_slot(chat),
@@ -688,12 +741,36 @@ async fn handle(
     axum::Json(json!({"ok": true, "result": result})).into_response()
 }
 
+/// What `sendMessageDraft` refuses: every draft on a Bot API server older than 9.5 (an
+/// unknown method), and, as the documents say, a chat that is not private, a zero
+/// `draft_id`, and a text outside 1-4096 characters. (The wording is the fake's.)
+fn draft_refusal(inner: &Inner, body: &Value) -> Option<Fault> {
+    if inner.drafts_unknown.load(Ordering::SeqCst) {
+        return Some(Fault::refusal(404, "Not Found"));
+    }
+    let bad = |description: &str| Some(Fault::refusal(400, description));
+    let length = body["text"]
+        .as_str()
+        .unwrap_or_default()
+        .encode_utf16()
+        .count();
+    match (body["chat_id"].as_i64(), body["draft_id"].as_i64()) {
+        (Some(chat), _) if chat < 0 => bad("Bad Request: drafts can be sent only to private chats"),
+        (_, None | Some(0)) => bad("Bad Request: draft_id must be non-zero"),
+        _ if !(1..=4096).contains(&length) => bad("Bad Request: text must be 1-4096 characters"),
+        _ => None,
+    }
+}
+
 /// What the Bot API refuses that the gateway could send, with Telegram's own words: the
 /// length limits (counted as Telegram counts, in UTF-16 units after the HTML is parsed),
 /// bad HTML, callback data over 64 bytes, edits of unknown messages and edits that
 /// change nothing.
 fn refusal(inner: &Inner, method: &str, body: &Value) -> Option<Fault> {
     let bad = |description: String| Some(Fault::refusal(400, &description));
+    if method == "sendmessagedraft" {
+        return draft_refusal(inner, body);
+    }
     let sends = matches!(
         method,
         "sendmessage" | "editmessagetext" | "senddocument" | "editmessagecaption"
@@ -736,6 +813,13 @@ fn refusal(inner: &Inner, method: &str, body: &Value) -> Option<Fault> {
         let data = button["callback_data"].as_str().unwrap_or_default();
         if data.len() > 64 {
             return bad("Bad Request: BUTTON_DATA_INVALID".into());
+        }
+        // Bot API 9.4: a button's colour is one of three.
+        let style = button
+            .get("style")
+            .map(|style| style.as_str().unwrap_or_default());
+        if style.is_some_and(|style| !["danger", "success", "primary"].contains(&style)) {
+            return bad("Bad Request: invalid button style".into());
         }
     }
     if method.starts_with("editmessage") {
@@ -978,11 +1062,25 @@ async fn updates(inner: &Inner, body: &Value) -> Value {
         });
         polls.len() - 1
     };
+    // As Telegram: an update of a kind the bot did not ask for is never sent to it.
+    let allowed: Option<Vec<String>> = body["allowed_updates"].as_array().map(|kinds| {
+        kinds
+            .iter()
+            .filter_map(|kind| kind.as_str().map(str::to_owned))
+            .collect()
+    });
+    let wanted = |update: &Value| {
+        let kinds = update.as_object().into_iter().flat_map(|u| u.keys());
+        let mut kinds = kinds.filter(|key| *key != "update_id");
+        allowed
+            .as_ref()
+            .is_none_or(|allowed| kinds.all(|kind| allowed.contains(kind)))
+    };
     loop {
         let news = inner.news.notified();
         {
             let mut queue = inner.updates.lock().unwrap();
-            queue.retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+            queue.retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset && wanted(u));
             if !queue.is_empty() || tokio::time::Instant::now() >= deadline {
                 let mut polls = inner.polls.lock().unwrap();
                 polls[poll].answered = Some(Instant::now());
