@@ -117,6 +117,15 @@ enum Place {
     Discord(u64),
 }
 
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Telegram(user) => write!(f, "Telegram DM {user}"),
+            Place::Discord(channel) => write!(f, "Discord channel {channel}"),
+        }
+    }
+}
+
 struct Sent {
     /// The answer it must get, exactly.
     expected: String,
@@ -231,6 +240,18 @@ pub async fn run(plan: Plan) -> Report {
     gateway.terminate(child).await;
     worker.kill();
     check(&env, &tg, &dc, &chats, &mut report).await;
+    if !report.problems.is_empty() {
+        // The gateway's logs outlive the run's folder, for finding out why.
+        let kept = std::env::temp_dir().join(format!("codex-gateway-soak-{}", plan.seed));
+        let _ = std::fs::remove_dir_all(&kept);
+        std::fs::create_dir_all(&kept).unwrap();
+        for log in std::fs::read_dir(&gateway.logs).unwrap().flatten() {
+            let _ = std::fs::copy(log.path(), kept.join(log.file_name()));
+        }
+        report
+            .problems
+            .push(format!("the gateway's logs: {}", kept.display()));
+    }
     report.took = started.elapsed();
     report
 }
@@ -312,13 +333,13 @@ async fn check(
         let offers = said.iter().filter(|t| is_offer(t)).count();
         report.offers += offers;
         let mut last_position = None;
-        let mut unanswered = 0;
+        let mut unanswered = Vec::new();
         for sent in &chat.sent {
             let positions: Vec<usize> = (0..said.len())
                 .filter(|i| said[*i] == sent.expected)
                 .collect();
             match positions.as_slice() {
-                [] => unanswered += 1,
+                [] => unanswered.push(sent.expected.as_str()),
                 [position] => {
                     report.answered += 1;
                     if last_position.is_some_and(|last| last > *position) {
@@ -334,10 +355,12 @@ async fn check(
                 )),
             }
         }
-        report.cut_short += unanswered;
-        if unanswered > offers {
+        report.cut_short += unanswered.len();
+        if unanswered.len() > offers {
             report.problems.push(format!(
-                "{unanswered} messages unanswered and {offers} offers to go on"
+                "{}: {} messages unanswered ({unanswered:?}) and {offers} offers to go on",
+                chat.place,
+                unanswered.len()
             ));
         }
         let again = |t: &&String| t.to_lowercase().contains("send it again");
