@@ -80,8 +80,13 @@ pub fn unknown_command(name: &str) -> String {
     format!("Unknown command {name}. /help lists the commands.")
 }
 
+/// A failed turn, with the one tap that tries again (a model's 502 passes; the thread
+/// keeps everything the turn did).
 pub fn turn_failed(error: Option<&str>) -> String {
-    format!("Codex failed: {}", error.unwrap_or("no reason given"))
+    format!(
+        "Codex failed: {}\nPress continue (or send /continue) to have Codex try again in the same thread.",
+        error.unwrap_or("no reason given")
+    )
 }
 
 pub fn turn_timed_out(limit: Duration) -> String {

@@ -610,9 +610,13 @@ async fn model_trouble_is_one_line_updated_in_place() {
     let config = env.telegram_config(&tg, ALICE);
     let gateway = Gateway::start(&config);
     tg.dm(ALICE, "are you there?");
-    tg.wait_for_text(ALICE, |t| t.starts_with("Codex failed"))
+    let (failed, _) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("Codex failed"))
         .await;
     gateway.stop().await;
+    // One tap tries again.
+    let keyboard = &tg.message_of(failed).unwrap()["reply_markup"]["inline_keyboard"];
+    assert_eq!(keyboard[0][0]["callback_data"], "cmd:continue continue");
 
     let texts = tg.texts(ALICE);
     let trouble: Vec<_> = texts

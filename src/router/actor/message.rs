@@ -95,7 +95,7 @@ impl Actor {
         }
         self.job_turn_ended(*status, error.as_deref(), !outcome.answer.is_empty());
         match status {
-            TurnStatus::Failed => replies.notice(texts::turn_failed(error.as_deref())),
+            TurnStatus::Failed => replies.offer_continue(&texts::turn_failed(error.as_deref())),
             TurnStatus::Interrupted if !outcome.timed_out => replies.notice(texts::STOPPED),
             _ => {}
         }
