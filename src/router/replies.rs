@@ -82,21 +82,26 @@ impl Replies<'_> {
         self.choices(text.to_owned(), &Last::SPEC, options);
     }
 
-    /// `text` with a Continue button (`/continue`), for a turn that was cut off.
+    /// `text` with a Continue button (`/continue`), for a turn that was cut off or failed.
     pub(crate) fn offer_continue(&self, text: &str) {
         let slot = self.slot.lock().expect("lock").take();
-        self.send(continue_offer(slot, text));
+        self.send(continue_offer(slot, &self.headed(text.into())));
     }
 
     /// A gateway notice; the first one answers the message at its answer slot.
     pub(crate) fn notice(&self, text: impl Into<String>) {
-        let text = match self.job {
-            Some(id) => super::texts::jobs::during_run(id, &text.into()),
-            None => text.into(),
-        };
+        let text = self.headed(text.into());
         match self.slot.lock().expect("lock").take() {
             Some(slot) => self.send(OutboundKind::Answer { slot, text }),
             None => self.send(OutboundKind::Notice(text)),
+        }
+    }
+
+    /// `text` headed by the scheduled job whose run it is about, if any.
+    fn headed(&self, text: String) -> String {
+        match self.job {
+            Some(id) => super::texts::jobs::during_run(id, &text),
+            None => text,
         }
     }
 }

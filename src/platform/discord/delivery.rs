@@ -27,6 +27,15 @@ pub(super) struct DiscordChat {
 }
 
 impl DiscordChat {
+    /// Edits the bot's message `id` as `edit` says, pinging no one.
+    async fn edit_message(&self, id: MessageId, edit: EditMessage) -> Result<(), Unsent> {
+        let edit = edit.allowed_mentions(no_pings());
+        let http = &self.http;
+        call(|| self.channel.edit_message(http, id, edit.clone()))
+            .await
+            .map(drop)
+    }
+
     /// A message to the channel that pings no one, and is silent when the chat asked
     /// for no notifications.
     fn message(&self) -> CreateMessage {
@@ -82,34 +91,16 @@ impl Sink for DiscordChat {
     }
 
     async fn edit_status(&self, id: MessageId, text: &str, stop: bool) -> Result<(), Unsent> {
-        let http = &self.http;
-        call(|| {
-            self.channel.edit_message(
-                http,
-                id,
-                EditMessage::new()
-                    .content(text)
-                    .components(stop_row(stop))
-                    .allowed_mentions(no_pings()),
-            )
-        })
+        self.edit_message(
+            id,
+            EditMessage::new().content(text).components(stop_row(stop)),
+        )
         .await
-        .map(drop)
     }
 
     async fn edit(&self, id: MessageId, text: &str) -> Result<(), Unsent> {
-        let http = &self.http;
-        call(|| {
-            self.channel.edit_message(
-                http,
-                id,
-                EditMessage::new()
-                    .content(text)
-                    .allowed_mentions(no_pings()),
-            )
-        })
-        .await
-        .map(drop)
+        self.edit_message(id, EditMessage::new().content(text))
+            .await
     }
 
     async fn edit_reply(&self, id: MessageId, markdown: &str) -> Result<(), Unsent> {
