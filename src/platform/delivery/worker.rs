@@ -403,11 +403,19 @@ mod tests {
         assert_eq!((tries, took), (18, secs(75 + 13 * 60)));
     }
 
-    /// A chat that takes replies of at most 10 bytes and answers each send as `outcomes`
-    /// says, in order (then takes them); what it took is kept.
+    /// A chat that takes messages of at most 10 bytes and answers each reply as `outcomes`
+    /// says, in order (then takes them). With `drafting` the running turn streams as a
+    /// draft, unless `refuse_drafts` refuses them as an older Bot API server does. What
+    /// it took and showed is kept.
+    #[derive(Default)]
     struct ScriptedChat {
         outcomes: Mutex<Vec<Unsent>>,
         taken: Arc<Mutex<Vec<String>>>,
+        drafting: bool,
+        refuse_drafts: bool,
+        refused: std::sync::atomic::AtomicBool,
+        drafts: Mutex<Vec<(i64, String)>>,
+        statuses: Mutex<Vec<String>>,
     }
 
     impl Sink for ScriptedChat {
@@ -417,6 +425,25 @@ mod tests {
 
         fn units(text: &str) -> usize {
             text.len()
+        }
+
+        fn draft_refresh(&self) -> Option<Duration> {
+            let refused = self.refused.load(std::sync::atomic::Ordering::SeqCst);
+            (self.drafting && !refused).then_some(Duration::from_secs(20))
+        }
+
+        fn new_draft(&self) -> i64 {
+            7
+        }
+
+        async fn draft(&self, id: i64, text: &str) -> Result<(), Unsent> {
+            if self.refuse_drafts {
+                let refused = &self.refused;
+                refused.store(true, std::sync::atomic::Ordering::SeqCst);
+                return Err(Unsent::Refused);
+            }
+            self.drafts.lock().unwrap().push((id, text.to_owned()));
+            Ok(())
         }
 
         async fn send(&self, _text: &str) -> Result<(), Unsent> {
@@ -429,6 +456,16 @@ mod tests {
                 return Err(outcomes.remove(0));
             }
             self.taken.lock().unwrap().push(markdown.to_owned());
+            Ok(())
+        }
+
+        async fn send_status(&self, text: &str, _stop: bool) -> Result<(), Unsent> {
+            self.statuses.lock().unwrap().push(text.to_owned());
+            Ok(())
+        }
+
+        async fn edit_status(&self, _id: (), text: &str, _stop: bool) -> Result<(), Unsent> {
+            self.statuses.lock().unwrap().push(text.to_owned());
             Ok(())
         }
 
@@ -459,6 +496,7 @@ mod tests {
         let chat = ScriptedChat {
             outcomes: Mutex::new(outcomes),
             taken: taken.clone(),
+            ..ScriptedChat::default()
         };
         let steps = Arc::new(Mutex::new(Vec::new()));
         let noted = steps.clone();
@@ -510,104 +548,35 @@ mod tests {
         assert_eq!(steps, expected);
     }
 
-    /// A private chat that streams drafts (or, with `refuse`, refuses them as an older Bot
-    /// API server does): what it was shown is kept.
-    #[derive(Default)]
-    struct DraftingChat {
-        refuse: bool,
-        refused: std::sync::atomic::AtomicBool,
-        drafts: Mutex<Vec<(i64, String)>>,
-        statuses: Mutex<Vec<String>>,
-    }
-
-    impl Sink for DraftingChat {
-        type MessageId = ();
-        const LIMIT: usize = 100;
-        const TYPING_RENEWAL: Duration = Duration::from_secs(5);
-
-        fn units(text: &str) -> usize {
-            text.len()
-        }
-
-        fn draft_refresh(&self) -> Option<Duration> {
-            let refused = self.refused.load(std::sync::atomic::Ordering::SeqCst);
-            (!refused).then_some(Duration::from_secs(20))
-        }
-
-        fn new_draft(&self) -> i64 {
-            7
-        }
-
-        async fn draft(&self, id: i64, text: &str) -> Result<(), Unsent> {
-            if self.refuse {
-                self.refused
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-                return Err(Unsent::Refused);
-            }
-            self.drafts.lock().unwrap().push((id, text.to_owned()));
-            Ok(())
-        }
-
-        async fn send(&self, _text: &str) -> Result<(), Unsent> {
-            Ok(())
-        }
-
-        async fn send_reply(&self, _markdown: &str) -> Result<(), Unsent> {
-            Ok(())
-        }
-
-        async fn send_status(&self, text: &str, _stop: bool) -> Result<(), Unsent> {
-            self.statuses.lock().unwrap().push(text.to_owned());
-            Ok(())
-        }
-
-        async fn edit_status(&self, _id: (), text: &str, _stop: bool) -> Result<(), Unsent> {
-            self.statuses.lock().unwrap().push(text.to_owned());
-            Ok(())
-        }
-
-        async fn edit(&self, _id: (), _text: &str) -> Result<(), Unsent> {
-            Ok(())
-        }
-
-        async fn edit_reply(&self, _id: (), _markdown: &str) -> Result<(), Unsent> {
-            Ok(())
-        }
-
-        async fn typing(&self) {}
-
-        async fn ask(&self, _card: &ApprovalCard, _prompt: &chat::ApprovalPrompt) -> Option<()> {
-            None
-        }
-
-        async fn close_prompt(&self, _id: (), _card: &ApprovalCard, _line: &str) {}
-    }
-
     #[tokio::test(start_paused = true)]
     async fn a_draft_is_refreshed_before_it_lapses_and_ends_with_the_answer() {
         let pace = Pace::from_millis(1000, 1000);
-        let mut worker = Worker::new(DraftingChat::default(), pace, Latest::default());
-        let shown = |worker: &Worker<DraftingChat>| worker.sink.drafts.lock().unwrap().clone();
-        worker.stream_text("Working · 1 s".into());
+        let chat = ScriptedChat {
+            drafting: true,
+            ..ScriptedChat::default()
+        };
+        let mut worker = Worker::new(chat, pace, Latest::default());
+        let shown = |worker: &Worker<ScriptedChat>| worker.sink.drafts.lock().unwrap().clone();
+        worker.stream_text("w 1 s".into());
         tokio::time::advance(Duration::from_secs(1)).await;
         worker.flush().await;
-        assert_eq!(shown(&worker), [(7, "Working · 1 s".to_owned())]);
+        assert_eq!(shown(&worker), [(7, "w 1 s".to_owned())]);
         // Nothing new: sent again at the refresh, not before.
         let sent = Instant::now();
         assert_eq!(worker.next_flush(), Some(sent + Duration::from_secs(20)));
         tokio::time::advance(Duration::from_secs(20)).await;
         worker.flush().await;
         assert_eq!(shown(&worker).len(), 2);
-        assert_eq!(shown(&worker)[1], (7, "Working · 1 s".to_owned()));
+        assert_eq!(shown(&worker)[1], (7, "w 1 s".to_owned()));
         // New text: at the edit interval.
-        worker.stream_text("Working · 21 s".into());
+        worker.stream_text("w 21 s".into());
         assert_eq!(
             worker.next_flush(),
             Some(Instant::now() + Duration::from_secs(1))
         );
         tokio::time::advance(Duration::from_secs(1)).await;
         worker.flush().await;
-        assert_eq!(shown(&worker)[2], (7, "Working · 21 s".to_owned()));
+        assert_eq!(shown(&worker)[2], (7, "w 21 s".to_owned()));
         // The answer takes the draft's place: nothing is drafted after it.
         worker.send_answer("done", None).await;
         assert_eq!(worker.next_flush(), None);
@@ -616,23 +585,20 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_refused_draft_becomes_a_status_message() {
-        let chat = DraftingChat {
-            refuse: true,
-            ..DraftingChat::default()
+        let chat = ScriptedChat {
+            drafting: true,
+            refuse_drafts: true,
+            ..ScriptedChat::default()
         };
         let mut worker = Worker::new(chat, Pace::from_millis(1000, 1000), Latest::default());
-        worker.stream_text("Working · 1 s".into());
+        worker.stream_text("w 1 s".into());
         tokio::time::advance(Duration::from_secs(1)).await;
         worker.flush().await;
-        worker.stream_text("Working · 2 s".into());
+        worker.stream_text("w 2 s".into());
         tokio::time::advance(Duration::from_secs(1)).await;
         worker.flush().await;
         let statuses = worker.sink.statuses.lock().unwrap().clone();
-        assert_eq!(
-            statuses,
-            ["Working · 1 s", "Working · 2 s"],
-            "sent, then edited"
-        );
+        assert_eq!(statuses, ["w 1 s", "w 2 s"], "sent, then edited");
         assert!(worker.sink.drafts.lock().unwrap().is_empty());
     }
 }

@@ -81,7 +81,7 @@ impl Sink for DiscordChat {
     /// Without a notification (`SUPPRESS_NOTIFICATIONS`): the answer is what notifies.
     async fn send_status(&self, text: &str, stop: bool) -> Result<MessageId, Unsent> {
         let status = match self.notify {
-            Notify::All => CreateMessage::new().allowed_mentions(no_pings()),
+            Notify::All => self.message(),
             Notify::Important | Notify::Off => silent(),
         };
         let status = status.content(text).components(stop_row(stop));
@@ -115,7 +115,7 @@ impl Sink for DiscordChat {
     /// (and holds no fence that would end the block); otherwise attached whole as a text
     /// file, the buttons under it.
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
-        let message =
+        let mut message =
             match prompt_markdown(card) {
                 Some(content) => self.message().content(content),
                 None => self.message().content(attached_content(card)).add_file(
@@ -136,7 +136,6 @@ impl Sink for DiscordChat {
                     .style(style)
             })
             .collect();
-        let mut message = message.allowed_mentions(no_pings());
         if !buttons.is_empty() {
             message = message.components(vec![CreateActionRow::Buttons(buttons)]);
         }
@@ -164,8 +163,7 @@ impl Sink for DiscordChat {
     async fn send_file(&self, name: &str, bytes: &[u8]) {
         let message = self
             .message()
-            .add_file(CreateAttachment::bytes(bytes.to_vec(), name.to_owned()))
-            .allowed_mentions(no_pings());
+            .add_file(CreateAttachment::bytes(bytes.to_vec(), name.to_owned()));
         let _ = call(|| self.channel.send_message(&self.http, message.clone())).await;
     }
 

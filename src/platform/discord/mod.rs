@@ -1,6 +1,7 @@
 //! Discord through serenity: guild channels (when addressed: mentioned, its role mentioned
-//! or one of its messages replied to; or every message in listed channels), threads and DMs, each channel its own conversation. Slash commands answer
-//! through their interaction; approvals are buttons. Serenity reconnects and RESUMEs the
+//! or one of its messages replied to; or every message in listed channels), threads and
+//! DMs, each channel its own conversation. Slash commands answer through their
+//! interaction; approvals are buttons. Serenity reconnects and RESUMEs the
 //! gateway by itself; conversations live in the router, so they survive that.
 
 mod addressing;
@@ -484,16 +485,8 @@ impl Intake {
             // What the command says comes as a message; a question's card shows who chose.
             let response = match choice.answers_card {
                 Some(option) => {
-                    let content = &button.message.content;
                     let line = texts::chosen(&option, &button.user.name, clock::unix_now());
-                    CreateInteractionResponse::UpdateMessage(
-                        CreateInteractionResponseMessage::new()
-                            .allowed_mentions(delivery::no_pings())
-                            .content(
-                                approvals::with_verdict(content, &line).unwrap_or(content.clone()),
-                            )
-                            .components(Vec::new()),
-                    )
+                    settled(&button.message.content, &line)
                 }
                 None => CreateInteractionResponse::Acknowledge,
             };
@@ -511,12 +504,7 @@ impl Intake {
         let response = match approvals::press(&self.router, &place, data, presser).await {
             Pressed::Unknown(text) | Pressed::Refused(text) => ephemeral(&text),
             // The prompt keeps one verdict, the first answer's, whoever presses later.
-            Pressed::Settled(verdict) => CreateInteractionResponse::UpdateMessage(
-                CreateInteractionResponseMessage::new()
-                    .allowed_mentions(delivery::no_pings())
-                    .content(approvals::with_verdict(content, &verdict).unwrap_or(content.clone()))
-                    .components(Vec::new()),
-            ),
+            Pressed::Settled(verdict) => settled(content, &verdict),
         };
         respond(button.create_response(http, response)).await;
     }
@@ -554,6 +542,17 @@ fn refusal(user_id: u64) -> String {
 
 fn chat_key(channel: ChannelId) -> ChatKey {
     ChatKey::new(Platform::Discord, channel.get().to_string())
+}
+
+/// The card a press settled: `line` under its `content` (once), and no buttons.
+fn settled(content: &str, line: &str) -> CreateInteractionResponse {
+    let shown = approvals::with_verdict(content, line).unwrap_or_else(|| content.to_owned());
+    CreateInteractionResponse::UpdateMessage(
+        CreateInteractionResponseMessage::new()
+            .allowed_mentions(delivery::no_pings())
+            .content(shown)
+            .components(Vec::new()),
+    )
 }
 
 fn ephemeral(text: &str) -> CreateInteractionResponse {

@@ -114,8 +114,9 @@ async fn on_choice(
     }
 }
 
-/// Adds who decided (or chose) under the prompt or card, its formatting kept (the verdict is appended, so
-/// the entities stay valid), and removes the buttons (an edit without a keyboard does).
+/// Adds who decided (or chose) under the prompt or card, its formatting kept (the
+/// verdict is appended, so the entities stay valid), and removes the buttons (an edit
+/// without a keyboard does).
 /// A prompt that already ends with the verdict (a second press) is left as it is.
 async fn settle_prompt(bot: &Bot, message: &Message, verdict: &str) {
     let (chat, id) = (message.chat.id, message.id);

@@ -123,13 +123,8 @@ impl Sink for TelegramChat {
             message_thread_id: self.target.topic.map(|topic| topic.0.0),
             can_stop: true,
         };
-        let api = &self.shared.api;
-        let sent = retry::call(
-            "telegram",
-            || api.method::<IgnoredAny>(SendMessageDraft::METHOD, &draft),
-            api::classify,
-        )
-        .await;
+        let sent =
+            call_method::<IgnoredAny>(&self.shared.api, SendMessageDraft::METHOD, &draft).await;
         if sent == Err(Unsent::Refused) {
             self.shared.drafts.refused();
         }
@@ -190,13 +185,8 @@ impl Sink for TelegramChat {
             let prompt = self.message(html).parse_mode(ParseMode::Html);
             let mut prompt = serde_json::to_value(&prompt).expect("a message serializes");
             prompt["reply_markup"] = keyboard.clone();
-            let api = &self.shared.api;
-            let sent = retry::call(
-                "telegram",
-                || api.method::<Sent>("sendMessage", &prompt),
-                api::classify,
-            );
-            if let Ok(sent) = sent.await {
+            let sent = call_method::<Sent>(&self.shared.api, "sendMessage", &prompt).await;
+            if let Ok(sent) = sent {
                 return Some(MessageId(sent.message_id));
             }
         }
@@ -260,7 +250,6 @@ fn prompt_html(card: &ApprovalCard) -> Option<String> {
     })
 }
 
-/// The decisions the prompt offers, two buttons a row.
 /// The approval buttons, two a row, coloured as Bot API 9.4 allows: accepting green,
 /// declining red (teloxide's button type has no `style`, so the markup is written here).
 fn keyboard(prompt: &ApprovalPrompt) -> serde_json::Value {
@@ -288,7 +277,17 @@ where
     P: teloxide::requests::Payload + serde::Serialize,
     R: serde::de::DeserializeOwned,
 {
-    retry::call("telegram", || api.json(payload), api::classify).await
+    call_method(api, P::NAME, payload).await
+}
+
+/// A Bot API method teloxide does not have (or not with every field), under the same
+/// retry policy.
+async fn call_method<R: serde::de::DeserializeOwned>(
+    api: &BotApi,
+    method: &str,
+    body: &impl serde::Serialize,
+) -> Result<R, Unsent> {
+    retry::call("telegram", || api.method(method, body), api::classify).await
 }
 
 async fn send_message(api: &BotApi, message: &SendMessage) -> Result<MessageId, Unsent> {

@@ -144,6 +144,7 @@ impl Actor {
     /// runs, and is done once handled, unless it waits on something (its answer's
     /// delivery, a usage limit's reset, or a turn left on its worker at shutdown).
     async fn serve(&mut self, inbound: Inbound, prepared: Option<Prompt>) {
+        self.tell_notify(&Replies::to(&inbound)).await;
         if inbound.ticket.as_ref().is_some_and(|t| t.stage.was_cut()) {
             self.serving = inbound.ticket.clone();
             self.resume_interrupted(&inbound).await;
@@ -298,7 +299,6 @@ impl Actor {
 
     async fn handle(&mut self, inbound: Inbound) {
         let replies = Replies::to(&inbound).for_job(self.job_id());
-        self.tell_notify(&replies).await;
         info!(chat = %self.chat, user = inbound.user, bytes = inbound.text.len(), files = inbound.attachments.len(), "message");
         if !inbound.attachments.is_empty() {
             // The files are saved on the chat's Codex server, which must be up for that.
