@@ -338,6 +338,12 @@ pub struct DiscordConfig {
     pub application_id: Option<u64>,
     /// REST base URL of a Discord API proxy; unset talks to Discord itself.
     pub api_url: Option<String>,
+    /// Reach discord.com at this address instead of the one DNS gives (the tests' fake
+    /// Discord, a pinned egress); unlike `api_url`, serenity's rate limiter stays on.
+    pub connect_to: Option<std::net::SocketAddr>,
+    /// A PEM file of certificate authorities trusted besides the built-in ones (a
+    /// TLS-inspecting proxy, the tests' fake Discord).
+    pub ca_file: Option<PathBuf>,
     /// User ids allowed to talk to the bot and to answer approval prompts.
     #[serde(deserialize_with = "id_list")]
     pub allowed_users: Vec<u64>,
@@ -368,6 +374,8 @@ impl Default for DiscordConfig {
             token_file: None,
             application_id: None,
             api_url: None,
+            connect_to: None,
+            ca_file: None,
             allowed_users: Vec::new(),
             admins: Vec::new(),
             allowed_roles: Vec::new(),

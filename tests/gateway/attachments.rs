@@ -311,7 +311,7 @@ async fn discord_attachments_reach_codex() {
     config.discord.enabled = true;
     config.discord.token = Some(secret(crate::support::discord::TOKEN));
     config.discord.application_id = Some(crate::support::discord::APP_ID);
-    config.discord.api_url = Some(dc.url.clone());
+    dc.configure(&mut config.discord);
     config.discord.allowed_users = vec![ALICE as u64];
     let gateway = Gateway::start(&config);
     dc.wait_connected(1).await;

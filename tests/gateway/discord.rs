@@ -2,9 +2,13 @@
 //! gateway) on 127.0.0.1, the real codex app-server and the fake model.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::support::discord::{self, APP_ID, BOT_ID, BOT_ROLE, DEVS_ROLE, FakeDiscord};
+use crate::support::discord::{
+    self, APP_ID, BOT_ID, BOT_ROLE, DEVS_ROLE, FAULT_RETRY_AFTER, FakeDiscord,
+};
 use crate::support::model::{Reply, default_brain};
+use crate::support::rate_limits;
 use crate::support::{Gateway, PASTED_CODE, TestEnv, secret};
 use codex_gateway::config::{ApprovalPolicy, Config};
 
@@ -30,7 +34,7 @@ async fn setup_in(env: TestEnv) -> (TestEnv, FakeDiscord, Config) {
     config.discord.enabled = true;
     config.discord.token = Some(secret(crate::support::discord::TOKEN));
     config.discord.application_id = Some(APP_ID);
-    config.discord.api_url = Some(discord.url.clone());
+    discord.configure(&mut config.discord);
     config.discord.allowed_users = vec![ALICE];
     config.discord.channels = vec![LISTED];
     (env, discord, config)
@@ -504,9 +508,13 @@ async fn gateway_resume_keeps_the_conversation() {
     assert_eq!(env.rollouts().len(), 1);
 }
 
+/// Behind a REST proxy (`api_url`) serenity's limiter is off, the proxy limits; a 429 or a
+/// failure that passes it is tried again after a back-off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rate_limited_and_failed_rest_calls_are_retried() {
-    let (_env, dc, config) = setup().await;
+async fn behind_a_proxy_rate_limited_and_failed_rest_calls_are_retried() {
+    let (_env, dc, mut config) = setup().await;
+    (config.discord.connect_to, config.discord.ca_file) = (None, None);
+    config.discord.api_url = Some(dc.url.clone());
     let gateway = start(&dc, &config).await;
     let messages = format!("/channels/{CHANNEL}/messages");
     dc.fail_next("POST", &messages, 429);
@@ -522,6 +530,53 @@ async fn rate_limited_and_failed_rest_calls_are_retried() {
     assert!(
         waited.as_millis() >= 900,
         "no back-off before the retry: {waited:?}"
+    );
+    assert_eq!(
+        dc.contents(CHANNEL).len(),
+        1,
+        "the reply was not one message"
+    );
+}
+
+/// A long answer is more messages than a channel takes in Discord's window: the bot
+/// waits for the window as the limit headers say, instead of running into 429s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_messages_waits_for_the_channels_rate_limit() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(LISTED, ALICE, &[], "long: 14000");
+    dc.wait_for_content(LISTED, |t| t.contains("That is all."))
+        .await;
+    gateway.stop().await;
+    let posts = dc.calls("POST", &format!("/channels/{LISTED}/messages"));
+    let limit = rate_limits::LIMIT as usize;
+    assert!(posts.len() > limit, "{} messages", posts.len());
+    assert_eq!(dc.rate_limited(), 0, "the bot ran into the limit");
+    let waited = posts[limit].at - posts[0].at;
+    assert!(
+        waited >= rate_limits::WINDOW - Duration::from_millis(500),
+        "message {} came {waited:?} after the first",
+        limit + 1
+    );
+}
+
+/// A 429 is waited out as long as Discord asks (here longer than any back-off of the
+/// bot's own), then the message goes once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_is_waited_out_as_long_as_discord_asks() {
+    let (_env, dc, config) = setup().await;
+    let gateway = start(&dc, &config).await;
+    let messages = format!("/channels/{CHANNEL}/messages");
+    dc.fail_next("POST", &messages, 429);
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("hello despite a limit"));
+    dc.wait_for_content(CHANNEL, |t| t == "Echo: hello despite a limit")
+        .await;
+    gateway.stop().await;
+    let posts = dc.calls("POST", &messages);
+    let waited = posts[1].at - posts[0].at;
+    assert!(
+        waited >= FAULT_RETRY_AFTER,
+        "tried again {waited:?} after a 429 asking for {FAULT_RETRY_AFTER:?}"
     );
     assert_eq!(
         dc.contents(CHANNEL).len(),

@@ -101,7 +101,7 @@ async fn a_discord_message_queued_at_a_restart_runs_once_afterwards() {
     config.discord.enabled = true;
     config.discord.token = Some(crate::support::secret(crate::support::discord::TOKEN));
     config.discord.application_id = Some(APP_ID);
-    config.discord.api_url = Some(discord.url.clone());
+    discord.configure(&mut config.discord);
     config.discord.allowed_users = vec![ALICE as u64];
     config.server.shutdown_grace_secs = 1;
     let gateway = Gateway::start(&config);

@@ -11,6 +11,7 @@ mod inbound;
 mod inbox;
 mod order;
 mod read_back;
+mod rest;
 mod state;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,8 +20,8 @@ use std::sync::{Arc, Mutex};
 use serenity::all::{
     ChannelId, ChannelType, ClientBuilder, CommandInteraction, CommandOptionType,
     ComponentInteraction, Context, CreateCommand, CreateCommandOption, CreateInteractionResponse,
-    CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildId, HttpBuilder,
-    Interaction, Message, Ready,
+    CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildId, Interaction, Message,
+    Ready,
 };
 use serenity::async_trait;
 use serenity::http::Http;
@@ -50,6 +51,8 @@ use state::{PendingCommands, ThreadParents};
 pub enum DiscordError {
     #[error("Discord refused the bot: {0}")]
     Token(String),
+    #[error(transparent)]
+    Rest(#[from] rest::RestSetupError),
 }
 
 /// What the event handler needs: who may talk, where messages go, what it learned.
@@ -57,6 +60,8 @@ struct Intake {
     config: DiscordConfig,
     /// The REST client every answer goes through (one rate limiter for the bot).
     rest: Arc<Http>,
+    /// The HTTP client under it, for the gateway session's own REST client.
+    web: reqwest::Client,
     router: Router,
     /// Taken when the intake stops, so delivery ends once the router has drained.
     outbox: Mutex<Option<Outbox>>,
@@ -87,7 +92,8 @@ pub async fn start(
     inbox: Inbox,
     health: IntakeHealth,
 ) -> Result<PlatformHandle, DiscordError> {
-    let rest = Arc::new(rest_client(config, token));
+    let web = rest::web_client(config)?;
+    let rest = Arc::new(rest::rest_client(config, token, &web));
     let first = who_am_i(&rest).await;
     if let Err(Unknown::TokenRefused(why)) = first {
         return Err(DiscordError::Token(why));
@@ -107,6 +113,7 @@ pub async fn start(
     let intake = Arc::new(Intake {
         config: config.clone(),
         rest,
+        web,
         in_order: InOrder::start(router.clone()),
         router,
         outbox: Mutex::new(Some(outbox)),
@@ -165,9 +172,10 @@ async fn serve_gateway(
     let intents = GatewayIntents::GUILD_MESSAGES
         | GatewayIntents::DIRECT_MESSAGES
         | GatewayIntents::MESSAGE_CONTENT;
-    let client = ClientBuilder::new_with_http(rest_client(config, token), intents)
-        .event_handler_arc(Arc::new(Handler(intake.clone())))
-        .await;
+    let client =
+        ClientBuilder::new_with_http(rest::rest_client(config, token, &intake.web), intents)
+            .event_handler_arc(Arc::new(Handler(intake.clone())))
+            .await;
     let mut client = match client {
         Ok(client) => client,
         Err(error) => return error!(%error, "discord: cannot set up the gateway client"),
@@ -208,21 +216,10 @@ async fn who_am_i(rest: &Http) -> Result<BotIdentity, Unknown> {
 
 /// `check-config`'s question: who Discord says the bot is.
 pub async fn check_token(config: &DiscordConfig, token: &str) -> Result<BotIdentity, String> {
-    who_am_i(&rest_client(config, token))
+    let web = rest::web_client(config).map_err(|error| error.to_string())?;
+    who_am_i(&rest::rest_client(config, token, &web))
         .await
         .map_err(|unknown| unknown.to_string())
-}
-
-fn rest_client(config: &DiscordConfig, token: &str) -> Http {
-    let mut http = HttpBuilder::new(token);
-    if let Some(application_id) = config.application_id {
-        http = http.application_id(application_id.into());
-    }
-    if let Some(url) = &config.api_url {
-        // Serenity's own rate limiter ignores the proxy, so it must be off with one.
-        http = http.proxy(url.as_str()).ratelimiter_disabled(true);
-    }
-    http.build()
 }
 
 struct Handler(Arc<Intake>);

@@ -2,6 +2,8 @@
 //! WebSocket gateway (HELLO, IDENTIFY/READY, RESUME/RESUMED, heartbeats, dispatches).
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+
+use super::rate_limits::{Verdict, route_of};
 
 pub const BOT_ID: u64 = 4242;
 /// How long the fake takes to accept an interaction callback (Discord: about as long).
@@ -72,20 +76,29 @@ struct Inner {
     quiet: Mutex<std::collections::HashSet<u64>>,
     /// Each interaction by its token: when it was created, and whether it was answered.
     interactions: Mutex<HashMap<String, (Instant, bool)>>,
+    limits: super::rate_limits::RouteLimits,
 }
 
 /// Discord takes an interaction's first answer within 3 s of its creation, and edits of
 /// that answer for 15 minutes.
 const INTERACTION_ANSWER_WINDOW: Duration = Duration::from_secs(3);
 const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// How long an injected 429 asks the bot to wait: longer than any back-off of its own,
+/// so a retry that comes sooner did not honour it.
+pub const FAULT_RETRY_AFTER: Duration = Duration::from_millis(2500);
 /// Longest message content Discord takes.
 const MAX_CONTENT: usize = 2000;
 
 #[derive(Clone)]
 pub struct FakeDiscord {
-    /// REST base (what `discord.api_url` points at).
+    /// Plain HTTP base: the gateway, the CDN, and the REST API for a test of `api_url`.
     pub url: String,
+    /// Where the REST API answers as discord.com, over TLS.
+    pub rest_address: SocketAddr,
+    /// The authority that signed the fake's discord.com certificate (PEM).
+    pub ca_file: PathBuf,
     inner: Arc<Inner>,
+    _dir: Arc<tempfile::TempDir>,
 }
 
 pub fn user(id: u64) -> Value {
@@ -144,11 +157,31 @@ impl FakeDiscord {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         *inner.ws_url.lock().unwrap() = format!("ws://{addr}/gateway");
+        let dir = tempfile::tempdir().unwrap();
+        let (tls, ca_file) = super::tls::listen("discord.com", dir.path()).await;
+        let rest_address = axum::serve::Listener::local_addr(&tls).unwrap();
+        let secure = app.clone();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        tokio::spawn(async move { axum::serve(tls, secure).await.unwrap() });
         Self {
             url: format!("http://{addr}"),
+            rest_address,
+            ca_file,
+            _dir: Arc::new(dir),
             inner,
         }
+    }
+
+    /// Points the bot at this fake as at discord.com: over TLS, through serenity's
+    /// rate limiter, as in production.
+    pub fn configure(&self, discord: &mut codex_gateway::config::DiscordConfig) {
+        discord.connect_to = Some(self.rest_address);
+        discord.ca_file = Some(self.ca_file.clone());
+    }
+
+    /// Calls answered 429 because the bot did not wait for a route's limit.
+    pub fn rate_limited(&self) -> u64 {
+        self.inner.limits.refused()
     }
 
     pub fn next_id(&self) -> u64 {
@@ -516,6 +549,27 @@ async fn rest(
         body: body.clone(),
         at: Instant::now(),
     });
+    // Interaction answers are not limited per route.
+    let limit = if by_interaction {
+        HeaderMap::new()
+    } else {
+        match inner.limits.check(&path) {
+            Verdict::Allowed(headers) => headers,
+            Verdict::Refused(answer) => return answer,
+        }
+    };
+    let mut answer = handle(inner, method, path, query, body).await;
+    answer.headers_mut().extend(limit);
+    answer
+}
+
+async fn handle(
+    inner: Arc<Inner>,
+    method: Method,
+    path: String,
+    query: Option<String>,
+    body: Value,
+) -> Response {
     let fault = {
         let mut faults = inner.faults.lock().unwrap();
         let hit = faults
@@ -524,8 +578,10 @@ async fn rest(
         hit.map(|index| faults.remove(index).2)
     };
     if let Some(status) = fault {
-        let body =
-            json!({"message": "fake failure", "code": 0, "retry_after": 0.5, "global": false});
+        if status == 429 {
+            return super::rate_limits::too_many(&route_of(&path), 0, FAULT_RETRY_AFTER);
+        }
+        let body = json!({"message": "fake failure", "code": 0});
         return (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
     }
     if path.starts_with("/interactions/") {

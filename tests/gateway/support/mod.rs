@@ -8,8 +8,10 @@ pub mod discord;
 pub mod model;
 pub mod multipart;
 pub mod platform;
+pub mod rate_limits;
 pub mod soak;
 pub mod telegram;
+pub mod tls;
 pub mod workers;
 
 use std::path::PathBuf;

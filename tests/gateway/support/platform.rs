@@ -223,7 +223,7 @@ impl FakePlatform for FakeDiscord {
         config.discord.enabled = true;
         config.discord.token = Some(secret(crate::support::discord::TOKEN));
         config.discord.application_id = Some(APP_ID);
-        config.discord.api_url = Some(discord.url.clone());
+        discord.configure(&mut config.discord);
         config.discord.allowed_users = vec![ALICE];
         (discord, config)
     }

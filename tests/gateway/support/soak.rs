@@ -438,7 +438,14 @@ impl GatewayRun {
                 "CODEX_GATEWAY__DISCORD__APPLICATION_ID",
                 discord::APP_ID.to_string(),
             ),
-            ("CODEX_GATEWAY__DISCORD__API_URL", dc.url.clone()),
+            (
+                "CODEX_GATEWAY__DISCORD__CONNECT_TO",
+                dc.rest_address.to_string(),
+            ),
+            (
+                "CODEX_GATEWAY__DISCORD__CA_FILE",
+                dc.ca_file.display().to_string(),
+            ),
             (
                 "CODEX_GATEWAY__DISCORD__ALLOWED_USERS",
                 DISCORD_USER.to_string(),
