@@ -77,7 +77,7 @@ async fn new_slash_command_is_deferred_answered_and_starts_over() {
         .await;
     // The streamed text shows before the turn has ended; a /new sent during the turn
     // would be answered "Queued" (also correct, but not what this test is about).
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    env.wait_turns_ended(1).await;
     dc.slash(CHANNEL, ALICE, "new");
     dc.wait_for_call("POST", "/callback", |b| b["type"] == 5)
         .await;
@@ -631,7 +631,7 @@ async fn a_command_and_the_message_after_it_keep_their_order() {
     dc.channel_message(CHANNEL, ALICE, &[], &mention("remember orderword"));
     dc.wait_for_content(CHANNEL, |t| t == "Echo: remember orderword")
         .await;
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await; // the turn has ended
+    env.wait_turns_ended(1).await;
     // As a person types them: `/new`, then at once the next message. Discord needs a
     // moment to accept the command's deferral; the message must not overtake the command.
     dc.slash(CHANNEL, ALICE, "new");

@@ -174,7 +174,7 @@ fn message_at(point: KillPoint) -> (&'static str, &'static str) {
 }
 
 /// Runs the gateway until its message reaches `point`.
-async fn drive_to(point: KillPoint, tg: &FakeTelegram) {
+async fn drive_to(point: KillPoint, env: &TestEnv, tg: &FakeTelegram) {
     let (text, answer) = message_at(point);
     match point {
         KillPoint::Waiting => long_turn_and_queued(tg, text).await,
@@ -191,7 +191,6 @@ async fn drive_to(point: KillPoint, tg: &FakeTelegram) {
             // Four tries (1, 2, 4 s apart) fail; the answer then waits 5 s for the next.
             tg.wait_for_calls("sendMessage", 4, |body| body["text"] == answer)
                 .await;
-            tokio::time::sleep(Duration::from_secs(1)).await;
             assert_eq!(count(tg, answer), 0, "the outage let the answer through");
         }
         KillPoint::AnswerInFlight => {
@@ -202,7 +201,9 @@ async fn drive_to(point: KillPoint, tg: &FakeTelegram) {
         KillPoint::AnswerTaken => {
             tg.dm(ALICE, text);
             tg.wait_for_text(ALICE, |t| t == answer).await;
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            // Taken, and noted so: the message is done.
+            let unfinished = "SELECT COUNT(*) FROM inbox WHERE state != 'done'";
+            env.wait_in_database(unfinished, |left| left == 0).await;
         }
     }
 }
@@ -225,7 +226,7 @@ async fn a_killed_gateway_loses_no_message_and_repeats_none() {
         let port = crate::support::free_port();
         let envs = telegram_env(&tg, port);
         let gateway = run_healthy(&env, &envs, port).await;
-        drive_to(point, &tg).await;
+        drive_to(point, &env, &tg).await;
         crash(gateway);
         tg.clear_faults();
 

@@ -181,8 +181,10 @@ async fn sigterm_with_an_approval_pending_exits_within_the_bound() {
 }
 
 /// An app-server that answers `initialize` and then nothing: alive, but wedged.
+/// Answers `initialize` and nothing else; writes each request's line to `<itself>.log`.
 const WEDGED_APP_SERVER: &str = r#"#!/usr/bin/env bash
 while IFS= read -r line; do
+  printf '%s\n' "$line" >> "$0.log"
   if [[ $line == *'"method":"initialize"'* ]]; then
     id=${line#*\"id\":}
     printf '{"id":%s,"result":{"userAgent":"wedged"}}\n' "${id%%,*}"
@@ -274,11 +276,18 @@ async fn sigterm_with_codex_hung_exits_within_the_bound() {
     let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
     wait_healthy(port).await;
     telegram.dm(ALICE, "hello, hung Codex");
-    // Taken at once; its thread is being started on a Codex that never answers.
-    while telegram.pending_updates() > 0 {
+    // Taken at once; its working directory (asked for ahead of its thread) is being made
+    // by a Codex that never answers.
+    let asked = script.with_extension("log");
+    let deadline = Instant::now() + crate::support::ANSWER_TIMEOUT;
+    let working = |log: String| log.contains("\"fs/createDirectory\"");
+    while !std::fs::read_to_string(&asked).is_ok_and(working) {
+        assert!(
+            Instant::now() < deadline,
+            "Codex was never asked for the message"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let signalled = Instant::now();
     terminate(&child);
     let (status, stderr) = wait_exit(child).await;

@@ -148,9 +148,12 @@ async fn a_job_runs_in_the_chats_own_thread_on_its_schedule_and_after_a_restart(
     tg.dm(ALICE, "/unschedule all");
     tg.wait_for_text(ALICE, |t| t == "Removed this chat's one job.")
         .await;
-    // A run handed over just before the removal may still answer; none after that.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // A run handed over just before the removal may still answer: wait until every
+    // turn Codex was asked for has ended (its answer goes out before its end is written).
+    env.wait_turns_ended(env.model.turn_requests().len() as i64)
+        .await;
     let runs = matching(&tg, is_run);
+    // Nothing more may come: watched for one whole period of the job (15 s) and 2 s more.
     tokio::time::sleep(Duration::from_secs(17)).await;
     assert_eq!(
         matching(&tg, is_run),
@@ -210,6 +213,7 @@ async fn runs_missed_while_the_gateway_was_down_run_once_and_a_failed_run_says_w
         !listing.contains("\n2. ") && !listing.contains("\n4. "),
         "one-off jobs stay: {listing}"
     );
+    // A second catch-up run would follow the first at once; 2 s more shows none came.
     tokio::time::sleep(Duration::from_secs(2)).await;
     gateway.stop().await;
 

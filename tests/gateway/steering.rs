@@ -82,10 +82,12 @@ async fn a_steer_codex_refuses_runs_next() {
     let app = env.start().await;
     let mut chat = Chat::new("review-steer");
     chat.send(&app, "/review");
-    // A review streams no text: wait until its findings are being written.
-    chat.wait_for(|k| matches!(k, OutboundKind::Working(true)).then_some(()))
-        .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // A review streams no text: wait until its findings are being written (4 s).
+    env.model_asked_for("the review", |r| {
+        r.last_human_text()
+            .starts_with("Review the current code changes")
+    })
+    .await;
     chat.send(&app, "while reviewing");
     chat.notice("runs next").await;
     let findings = chat.reply().await;
@@ -143,9 +145,9 @@ async fn a_message_during_a_compaction_runs_after_it() {
     let mut chat = Chat::new("compact-steer");
     chat.ask(&app, "remember the word heron").await;
     chat.send(&app, "/compact");
-    chat.wait_for(|k| matches!(k, OutboundKind::Working(true)).then_some(()))
+    // The summary is being written (3 s).
+    env.model_asked_for("the summary", ModelRequest::is_compaction)
         .await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
     chat.send(&app, "after the summary");
     chat.notice("runs next").await;
     chat.notice("Compacted").await;

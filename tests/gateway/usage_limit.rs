@@ -143,7 +143,7 @@ async fn a_held_message_waits_across_a_restart_and_stop_cancels_one() {
         t == "Cancelled: the message waiting for the usage limit will not run."
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Were it not cancelled, it would run (at its reset, 3 s on) before this one.
     tg.dm(ALICE, "still here?");
     tg.wait_for_text(ALICE, |t| t == "Echo: still here?").await;
     gateway.stop().await;

@@ -129,7 +129,8 @@ async fn a_running_turn_outlives_its_websocket_client() {
     first.socket.close(None).await.unwrap();
     drop(first);
 
-    // A second client comes back while the command runs and resumes the thread.
+    // A second client comes back a second later, while the 4 s command still runs (a
+    // moment of the story, not a wait for an effect), and resumes the thread.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let mut second = Client::connect(&worker).await;
     let resumed = second
@@ -217,7 +218,11 @@ async fn a_turn_on_a_worker_survives_a_gateway_restart() {
     tg.wait_for_status(ALICE, |t| t.contains("running: sleep 2"))
         .await;
     gateway.stop().await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // The command's output reaches the model, whose answer ends the turn.
+    env.model_asked_for("the command's output", |r| {
+        r.tool_outputs().iter().any(|o| o.contains("while-away"))
+    })
+    .await;
     let gateway = Gateway::start(&config);
     tg.wait_for_text(ALICE, |t| t == "Tool said: while-away")
         .await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::support::workers::{Worker, workers_only};
 use crate::support::{Chat, TestEnv};
 use chat::OutboundKind;
-use codex_gateway::App;
+use codex_gateway::{App, server};
 
 /// Which server the store says holds the chat's thread.
 async fn placed_on(app: &App, chat: &Chat) -> Option<String> {
@@ -178,7 +178,19 @@ async fn a_message_for_a_worker_that_stays_down_fails_clearly_after_the_wait() {
     assert!(failed.contains("worker a is unreachable"), "{failed}");
     // The chat stays on its worker (its thread lives there) and works once it is back.
     a.restart().await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // A message before the gateway is connected again would wait the shortened 2 s and
+    // fail: wait until the gateway sees the worker up.
+    let deadline = std::time::Instant::now() + crate::support::ANSWER_TIMEOUT;
+    while !server::Observed::details(&app)
+        .await
+        .contains("codex a (ws://")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "worker a never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(chat.ask(&app, "back?").await, "Echo: back?");
     assert_eq!(placed_on(&app, &chat).await.as_deref(), Some("a"));
     app.shutdown(None).await;

@@ -105,6 +105,32 @@ impl TestEnv {
         self.dir.path().join("data").join("gateway.db")
     }
 
+    /// Waits until `count` (an SQL query counting rows of the gateway's database) says
+    /// `done`: an effect the gateway writes down, seen where it keeps it.
+    pub async fn wait_in_database(&self, count: &'static str, done: impl Fn(i64) -> bool) {
+        let url = format!("sqlite://{}", self.database().display());
+        let database = sqlx::SqlitePool::connect(&url).await.unwrap();
+        let deadline = std::time::Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let now = sqlx::query_scalar::<_, i64>(count)
+                .fetch_one(&database)
+                .await;
+            if now.as_ref().is_ok_and(|now| done(*now)) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{count}: {now:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        database.close().await;
+    }
+
+    /// Waits until `turns` turns have ended, in any chat (each is counted as its end is
+    /// written down).
+    pub async fn wait_turns_ended(&self, turns: i64) {
+        let count = "SELECT COALESCE(SUM(turns), 0) FROM chats";
+        self.wait_in_database(count, |ended| ended >= turns).await;
+    }
+
     /// A gateway config for this environment (shared workspace, no approvals).
     pub fn config(&self) -> Config {
         let mut config = Config::default();
@@ -164,16 +190,17 @@ impl TestEnv {
 
     /// Waits until the model has been asked `text`: the turn that carries it runs.
     pub async fn model_asked(&self, text: &str) {
+        self.model_asked_for(text, |r| r.last_human_text() == text)
+            .await;
+    }
+
+    /// Waits until the model has had a request `which` picks (`what` names it).
+    pub async fn model_asked_for(&self, what: &str, which: impl Fn(&ModelRequest) -> bool) {
         let deadline = std::time::Instant::now() + ANSWER_TIMEOUT;
-        while !self
-            .model
-            .requests()
-            .iter()
-            .any(|r| r.last_human_text() == text)
-        {
+        while !self.model.requests().iter().any(&which) {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the model was never asked {text:?}"
+                "the model was never asked {what:?}"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
