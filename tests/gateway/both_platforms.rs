@@ -19,6 +19,10 @@ both_platforms!(
     a_codex_crash_cuts_a_turn_short_and_loses_no_message,
     the_stop_button_stops_a_running_turn,
     notify_chooses_what_buzzes_and_is_kept,
+    a_lost_rollout_is_told_and_the_thread_seeded_from_the_transcript,
+    a_silent_turn_is_interrupted_at_the_turn_timeout,
+    a_turn_past_max_turn_secs_is_interrupted,
+    a_long_command_finishes_under_the_default_limits,
 );
 
 async fn setup<P: FakePlatform>() -> (TestEnv, P, codex_gateway::config::Config) {
@@ -384,4 +388,74 @@ async fn notify_chooses_what_buzzes_and_is_kept<P: FakePlatform>() {
         !platform.is_quiet(answer),
         "important: answer quiet on {name}"
     );
+}
+
+/// The thread's rollout is gone (a cleaned disk, a lost volume): the chat is told, and a
+/// fresh thread is seeded from the chat's transcript, so the conversation goes on.
+async fn a_lost_rollout_is_told_and_the_thread_seeded_from_the_transcript<P: FakePlatform>() {
+    let (env, platform, config) = setup::<P>().await;
+    let gateway = platform.gateway(&config).await;
+    platform.send("read file notes.txt");
+    platform.said(|t| t.contains("Tool said: puffin-58")).await;
+    gateway.stop().await;
+    for rollout in env.rollouts() {
+        std::fs::remove_file(rollout).unwrap();
+    }
+
+    let gateway = platform.gateway(&config).await;
+    platform.send("what did you just read?");
+    platform.said(|t| t.contains("could not be restored")).await;
+    // The fake model answers this from tool outputs, which a new thread has none of.
+    platform.said(|t| t == "I have not read anything.").await;
+    gateway.stop().await;
+    let seen = env.model.request_for("what did you just read?").text();
+    for said in ["read file notes.txt", "Tool said: puffin-58"] {
+        assert!(seen.contains(said), "not seeded with {said:?}: {seen}");
+    }
+}
+
+/// Codex silent for longer than `turn_timeout_secs` (shortened to 2 s; the next
+/// scenario runs at the default): the turn is interrupted, the chat told, and the next
+/// message is answered.
+async fn a_silent_turn_is_interrupted_at_the_turn_timeout<P: FakePlatform>() {
+    let (_env, platform, mut config) = setup::<P>().await;
+    config.codex.turn_timeout_secs = 2;
+    let gateway = platform.gateway(&config).await;
+    platform.send("run: sleep 30");
+    platform.said(|t| t.contains("(the turn time limit)")).await;
+    platform.send("still there?");
+    platform.said(|t| t == "Echo: still there?").await;
+    gateway.stop().await;
+}
+
+/// A turn running past `max_turn_secs` is interrupted however busy it is.
+async fn a_turn_past_max_turn_secs_is_interrupted<P: FakePlatform>() {
+    let (_env, platform, mut config) = setup::<P>().await;
+    config.codex.max_turn_secs = Some(3);
+    let gateway = platform.gateway(&config).await;
+    platform.send("run: sleep 30");
+    platform
+        .said(|t| t.contains("3 seconds (the longest a turn may run)"))
+        .await;
+    platform.send("still there?");
+    platform.said(|t| t == "Echo: still there?").await;
+    gateway.stop().await;
+}
+
+/// At the default limits (30 minutes of silence, no cap, approvals waited for 10
+/// minutes) a command silent for longer than the shortened tests allow runs to its end.
+async fn a_long_command_finishes_under_the_default_limits<P: FakePlatform>() {
+    let (_env, platform, config) = setup::<P>().await;
+    let defaults = codex_gateway::config::Config::default();
+    assert_eq!(
+        config.codex.turn_timeout_secs,
+        defaults.codex.turn_timeout_secs
+    );
+    assert_eq!(config.codex.max_turn_secs, None);
+    let gateway = platform.gateway(&config).await;
+    platform.send("run: sleep 6; echo after-six-seconds");
+    platform
+        .said(|t| t.contains("Tool said: after-six-seconds"))
+        .await;
+    gateway.stop().await;
 }

@@ -585,6 +585,22 @@ async fn a_429_is_waited_out_as_long_as_discord_asks() {
     );
 }
 
+/// `allowed_roles`: a member of an allowed role is answered without being listed; the
+/// same words from someone without the role reach nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_of_an_allowed_role_is_answered_and_others_are_not() {
+    let (env, dc, mut config) = setup().await;
+    config.discord.allowed_roles = vec![DEVS_ROLE];
+    let gateway = start(&dc, &config).await;
+    dc.channel_message(LISTED, MALLORY, &[], "no role here");
+    dc.channel_message(LISTED, MALLORY, &[DEVS_ROLE], "a developer asks");
+    dc.wait_for_content(LISTED, |t| t == "Echo: a developer asks")
+        .await;
+    gateway.stop().await;
+    let asked = env.model.turn_texts();
+    assert_eq!(asked, ["a developer asks"], "{asked:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pasted_code_after_a_mention_in_a_thread_reaches_codex_byte_for_byte() {
     let (env, dc, config) = setup().await;

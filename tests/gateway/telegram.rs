@@ -8,7 +8,7 @@ use crate::support::telegram::{
     visible_text,
 };
 use crate::support::{Gateway, PASTED_CODE, TestEnv, model::long_reply};
-use codex_gateway::config::{ApprovalPolicy, Config};
+use codex_gateway::config::{ApprovalPolicy, Config, GroupThreads};
 use serde_json::Value;
 
 const ALICE: i64 = 1001;
@@ -244,6 +244,30 @@ async fn a_message_the_bot_cannot_read_is_told_and_reaches_no_model() {
         "a refused message reached the model"
     );
     assert!(env.rollouts().is_empty());
+}
+
+/// `group_threads = "per_user"`: in one group each person has a conversation of their
+/// own; with the default, the group shares one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_user_group_threads_keep_each_persons_conversation() {
+    let (env, tg, mut config) = setup().await;
+    config.telegram.allowed_users = vec![ALICE, BOB];
+    config.telegram.group_threads = GroupThreads::PerUser;
+    let gateway = Gateway::start(&config);
+    let to_bot = |text: &str| format!("@{BOT_USERNAME} {text}");
+    tg.group_message(GROUP, ALICE, &to_bot("remember alicesword"), None);
+    tg.wait_for_text(GROUP, |t| t == "Echo: remember alicesword")
+        .await;
+    tg.group_message(GROUP, BOB, &to_bot("which word did I say?"), None);
+    tg.wait_for_text(GROUP, |t| t == "Echo: which word did I say?")
+        .await;
+    tg.group_message(GROUP, ALICE, &to_bot("and mine?"), None);
+    tg.wait_for_text(GROUP, |t| t == "Echo: and mine?").await;
+    gateway.stop().await;
+    let seen = |text: &str| env.model.request_for(text).text();
+    assert!(!seen("which word did I say?").contains("alicesword"));
+    assert!(seen("and mine?").contains("alicesword"));
+    assert_eq!(env.rollouts().len(), 2, "one thread per person");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
