@@ -238,7 +238,10 @@ pub(super) fn codex_decision(decision: Decision) -> ApprovalDecision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chat::Platform;
+    use crate::config::Config;
+    use crate::session::SessionSettings;
+    use chat::{Inbound, Platform, PromptEnd};
+    use tokio::sync::mpsc;
 
     fn chat(id: &str) -> ChatKey {
         ChatKey::new(Platform::Discord, id)
@@ -295,6 +298,61 @@ mod tests {
             book.lookup(answered, &alice),
             Lookup::Gone,
             "forgotten first"
+        );
+    }
+
+    /// The default (ten minutes): a request nobody answers is declined, and its prompt
+    /// closed as timed out, at ten minutes and not before.
+    #[tokio::test(start_paused = true)]
+    async fn at_the_default_an_unanswered_request_is_declined_after_ten_minutes() {
+        let timeout = SessionSettings::from_config(&Config::default()).approval_timeout;
+        assert_eq!(timeout, Duration::from_secs(600));
+        let alice = chat("1");
+        let (outbox, mut shown) = mpsc::unbounded_channel();
+        let inbound = Inbound {
+            chat: alice.clone(),
+            user: "1".into(),
+            text: String::new(),
+            reply_to: outbox,
+            answer_slot: None,
+            can_approve: true,
+            private: true,
+            admin: false,
+            attachments: Vec::new(),
+            ticket: None,
+        };
+        let replies = Replies::to(&inbound);
+        let (to_codex, mut codex_heard) = mpsc::unbounded_channel();
+        let mut pending = PendingApprovals::new(alice, ApprovalBook::for_run(1));
+        let id = pending.add(ApprovalResponder::for_tests(7, to_codex), timeout);
+
+        tokio::time::advance(timeout - Duration::from_secs(1)).await;
+        assert!(pending.expire(Instant::now(), &replies).is_empty(), "9:59");
+        assert!(
+            codex_heard.try_recv().is_err(),
+            "Codex heard before the time"
+        );
+        assert_eq!(
+            pending.next_deadline(),
+            Some(Instant::now() + Duration::from_secs(1))
+        );
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(pending.expire(Instant::now(), &replies), [id]);
+        let answer = codex_heard.try_recv().expect("Codex heard nothing");
+        assert!(
+            answer.contains("\"id\":7") && answer.contains("decline"),
+            "{answer}"
+        );
+        let closed = shown.try_recv().expect("the prompt was not closed").kind;
+        assert!(
+            matches!(
+                closed,
+                OutboundKind::ApprovalClosed {
+                    end: PromptEnd::TimedOut,
+                    ..
+                }
+            ),
+            "{closed:?}"
         );
     }
 }

@@ -26,7 +26,6 @@ use actor::{ActorMsg, ActorParts};
 pub use approvals::{Answer, ApprovalOutcome};
 use approvals::{ApprovalBook, Lookup};
 use chat::{ApprovalId, ChatKey, Inbound, Outbound, OutboundKind};
-use hygiene::{self, Action, Observation};
 use jobs::{JobRun, JobRunner};
 pub(crate) use replies::Replies;
 
@@ -127,7 +126,7 @@ impl Router {
         tokio::spawn(trim_when_idle(Arc::downgrade(&router.inner)));
         tokio::spawn(jobs::run_jobs(Arc::downgrade(&router.inner)));
         if let Some(limit) = idle_limit {
-            let every = (limit / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+            let every = activity::sweep_every(limit);
             tokio::spawn(sweep_idle(Arc::downgrade(&router.inner), every));
         }
         router
@@ -328,14 +327,7 @@ async fn sweep_idle(router: Weak<Inner>, every: Duration) {
         let idle: Vec<ChatKey> = actors
             .active
             .iter()
-            .filter(|(_, handle)| !handle.activity.is_busy())
-            .filter(|(_, handle)| {
-                let seen = Observation {
-                    idle: handle.activity.idle_for(),
-                    ..Observation::default()
-                };
-                hygiene::decide(&inner.ctx.hygiene, &seen).action == Action::Unload
-            })
+            .filter(|(_, handle)| handle.activity.is_due_for_unload(&inner.ctx.hygiene))
             .map(|(key, _)| key.clone())
             .collect();
         for key in idle {

@@ -54,6 +54,15 @@ pub struct ApprovalResponder {
     asked: Option<Value>,
 }
 
+#[cfg(feature = "test-util")]
+impl ApprovalResponder {
+    /// A command's approval request `request_id`, answered on `outgoing` (for the
+    /// gateway's unit tests, which have no app-server).
+    pub fn for_tests(request_id: u64, outgoing: mpsc::UnboundedSender<String>) -> Self {
+        Self::new(json!(request_id), outgoing, None)
+    }
+}
+
 impl ApprovalResponder {
     pub(super) fn new(
         request_id: Value,

@@ -7,6 +7,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::Actor;
+use super::turn_clock::{Alarm, TurnClock};
 use crate::deadline;
 use crate::router::approvals::codex_decision;
 use crate::router::replies::Replies;
@@ -95,9 +96,6 @@ impl Actor {
             }
         };
         let mut clock = tokio::time::interval_at(started + STATUS_TICK, STATUS_TICK);
-        let cap = deadline::sleep_until(max_turn.map(|limit| started + limit));
-        tokio::pin!(cap);
-        let mut capped = false;
         let mut abort = self.abort.clone();
         // Shutdown may have run out of time while the turn was being started.
         let mut aborted = *abort.borrow();
@@ -107,8 +105,7 @@ impl Actor {
             Input::Abort
         };
         let mut pending = aborted.then_some(stop_input.clone());
-        let deadline = tokio::time::sleep_until(Instant::now() + turn_timeout);
-        tokio::pin!(deadline);
+        let mut limits = TurnClock::start(started, turn_timeout, max_turn);
         while !tracker.is_finished() {
             let input = if let Some(input) = pending.take() {
                 input
@@ -160,15 +157,16 @@ impl Actor {
                     }
                     stop_input.clone()
                 }
-                () = &mut deadline => {
-                    warn!(chat = %self.chat, ?turn_timeout, "turn deadline passed");
-                    Input::Deadline
-                }
-                () = &mut cap, if !capped => {
-                    capped = true;
-                    warn!(chat = %self.chat, ?max_turn, "turn ran past max_turn_secs");
-                    Input::Cap(max_turn.unwrap_or_default())
-                }
+                alarm = limits.alarm() => match alarm {
+                    Alarm::Silence => {
+                        warn!(chat = %self.chat, ?turn_timeout, "turn deadline passed");
+                        Input::Deadline
+                    }
+                    Alarm::Cap(limit) => {
+                        warn!(chat = %self.chat, ?limit, "turn ran past max_turn_secs");
+                        Input::Cap(limit)
+                    }
+                },
                 _ = clock.tick() => {
                     show_status(&tracker);
                     continue;
@@ -177,14 +175,14 @@ impl Actor {
             };
             // Any news of the turn means Codex is at work: the deadline counts silence.
             if matches!(input, Input::Codex(_)) && tracker.deadline_counts_silence() {
-                deadline.as_mut().reset(Instant::now() + turn_timeout);
+                limits.heard();
             }
             for effect in tracker.step(input) {
                 match effect {
                     Effect::Show(kind) => replies.send(kind),
                     Effect::Status => show_status(&tracker),
                     Effect::Interrupt { turn_id } => self.interrupt(&turn_id).await,
-                    Effect::Deadline(after) => deadline.as_mut().reset(Instant::now() + after),
+                    Effect::Deadline(after) => limits.silence_after(after),
                 }
             }
         }

@@ -14,6 +14,7 @@ mod limit;
 mod message;
 mod questions;
 mod steer;
+mod turn_clock;
 mod unreachable;
 
 use std::collections::VecDeque;
