@@ -175,6 +175,11 @@ pub struct CodexConfig {
     pub approval_timeout_secs: u64,
     /// Messages a chat may have waiting behind its running turn; more are refused.
     pub max_queued_messages: usize,
+    /// The local app-servers listen on loopback WebSocket with a token, so a terminal can
+    /// attach to a chat's live thread (`/attach`); false talks to them over stdio.
+    pub attach: bool,
+    /// Their port when attachable (one process only); 0 takes any free port.
+    pub attach_port: u16,
 }
 
 impl Default for CodexConfig {
@@ -203,6 +208,8 @@ impl Default for CodexConfig {
             worker_wait_secs: 300,
             approval_timeout_secs: 600,
             max_queued_messages: 20,
+            attach: true,
+            attach_port: 0,
         }
     }
 }
@@ -463,6 +470,13 @@ impl Config {
                 "codex.turn_timeout_secs, max_turn_secs, request_timeout_secs, \
                  health_check_secs, health_check_timeout_secs and worker_wait_secs must be \
                  above 0"
+                    .into(),
+            ));
+        }
+        if codex.attach_port != 0 && codex.processes > 1 {
+            return Err(ConfigError::Rule(
+                "codex.attach_port names the port of one app-server; with codex.processes \
+                 above 1 leave it 0 (any free port each)"
                     .into(),
             ));
         }

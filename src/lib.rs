@@ -1,5 +1,6 @@
 //! codex-gateway: one Codex thread per chat, kept across everything but `/new`.
 
+pub mod attach_token;
 pub mod check;
 pub mod clock;
 pub mod commands;
@@ -52,6 +53,8 @@ pub enum StartError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    AttachToken(#[from] attach_token::TokenError),
     #[error("cannot set up transcription: {0}")]
     Transcription(#[from] TranscriptionError),
     #[error(transparent)]
@@ -89,9 +92,14 @@ impl App {
         let lock = InstanceLock::acquire(&config.storage.database)?;
         let store = Store::open(&config.storage.database).await?;
         ensure_codex_home(config)?;
-        let spec = spawn_spec(config)?;
+        let mut spec = spawn_spec(config)?;
         if let Some(user) = &spec.run_as {
             check_run_as(user, config)?;
+        }
+        if config.codex.attach {
+            let token = attach_token::load_or_make(&attach_token::token_file(config))?;
+            let port = config.codex.attach_port;
+            spec.attach = Some(codex::Attach { token, port });
         }
         let transcriber = Transcriber::from_config(&config.transcription)?;
         let remotes = remote_specs(config, &spec.unread);
@@ -205,6 +213,8 @@ pub fn spawn_spec(config: &Config) -> Result<SpawnSpec, RunAsError> {
         health_check: health_check(config),
         unread: UnreadLog::default(),
         log_level: config.codex.log_level.clone(),
+        // Made attachable at start (`App::launch`); `check-config` asks over stdio.
+        attach: None,
     })
 }
 

@@ -270,6 +270,7 @@ commands! {
     fork::Fork,
     undo::Undo,
     name::Name,
+    attach::Attach,
     answer::Answer,
     every::Every,
     at::At,

@@ -65,13 +65,13 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::config::Config;
+    use crate::session;
 
     /// The default (an hour): unloaded by the first sweep after an hour idle, never
     /// before, never while busy; any activity starts the hour again.
     #[tokio::test(start_paused = true)]
     async fn at_the_default_an_idle_chat_is_unloaded_after_an_hour_not_before() {
-        let policy = Config::default().hygiene.policy();
+        let (_, policy) = session::defaults();
         let hour = Duration::from_secs(3600);
         assert_eq!(policy.idle_unload, Some(hour));
         let every = sweep_every(hour);

@@ -238,8 +238,7 @@ pub(super) fn codex_decision(decision: Decision) -> ApprovalDecision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::session::SessionSettings;
+    use crate::session;
     use chat::{Inbound, Platform, PromptEnd};
     use tokio::sync::mpsc;
 
@@ -305,7 +304,7 @@ mod tests {
     /// closed as timed out, at ten minutes and not before.
     #[tokio::test(start_paused = true)]
     async fn at_the_default_an_unanswered_request_is_declined_after_ten_minutes() {
-        let timeout = SessionSettings::from_config(&Config::default()).approval_timeout;
+        let timeout = session::defaults().0.approval_timeout;
         assert_eq!(timeout, Duration::from_secs(600));
         let alice = chat("1");
         let (outbox, mut shown) = mpsc::unbounded_channel();

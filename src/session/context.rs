@@ -54,6 +54,9 @@ pub struct SessionSettings {
     /// How long a message waits for its chat's unreachable Codex worker.
     pub worker_wait: Duration,
     pub schedule: ScheduleSettings,
+    /// The file holding the token a terminal attaches with, when the local app-servers
+    /// are attachable.
+    pub attach_token_file: Option<PathBuf>,
 }
 
 /// Limits of scheduled work, and the zone its times are read in.
@@ -62,6 +65,17 @@ pub struct ScheduleSettings {
     pub min_interval: Duration,
     pub max_jobs_per_chat: usize,
     pub timezone: chrono_tz::Tz,
+}
+
+/// The settings and hygiene policy when the config sets nothing, for the tests of the
+/// defaults (the router may not read the config).
+#[cfg(test)]
+pub fn defaults() -> (SessionSettings, hygiene::Policy) {
+    let config = Config::default();
+    (
+        SessionSettings::from_config(&config),
+        config.hygiene.policy(),
+    )
 }
 
 impl SessionSettings {
@@ -89,6 +103,9 @@ impl SessionSettings {
                 timezone: crate::schedule::timezone(&schedule.timezone)
                     .expect("validated in Config::load"),
             },
+            attach_token_file: codex
+                .attach
+                .then(|| crate::attach_token::token_file(config)),
         }
     }
 }

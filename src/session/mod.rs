@@ -17,6 +17,7 @@ use codex::{
 use hygiene::CompactionOutcome;
 use store::{RetireReason, Role, StoreError, TurnRecord, Usage};
 
+mod attach;
 mod attachments;
 mod choices;
 mod context;
@@ -27,8 +28,11 @@ mod placement;
 mod row;
 mod threads;
 
+pub use attach::AttachPoint;
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
 pub use choices::{FolderRefusal, mode_permissions};
+#[cfg(test)]
+pub use context::defaults;
 pub use context::{Context, ScheduleSettings, SessionError, SessionSettings};
 pub use files::{GetRefusal, MAX_FILE_BYTES};
 pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod attach;
 mod attachments;
 mod both_platforms;
 mod chaos;

@@ -13,6 +13,7 @@ use tracing::{debug, info};
 
 use super::catalog::TurnOverrides;
 use super::error::CodexError;
+use super::listen;
 use super::orphans;
 use super::protocol::{
     AccountState, OpenedThread, ThreadReply, ThreadResumeParams, ThreadSettings, TurnReply,
@@ -45,11 +46,7 @@ impl AppServer {
         };
         let mut child = orphans::spawn_app_server(|| command(spec).spawn(), |c| c.id())
             .map_err(|e| spawn_error(not_started(&e)))?;
-        let (stdin, stdout, stderr) = (
-            child.stdin.take().expect("stdin is piped"),
-            child.stdout.take().expect("stdout is piped"),
-            child.stderr.take().expect("stderr is piped"),
-        );
+        let stderr = child.stderr.take().expect("stderr is piped");
         let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
         let (kill_tx, kill_rx) = oneshot::channel();
         let shared = Arc::new(Shared::new(
@@ -59,14 +56,35 @@ impl AppServer {
             spec.request_timeout,
             spec.unread.clone(),
         ));
-        tokio::spawn(write_lines(stdin, outgoing_rx));
-        tokio::spawn(read_lines(stdout, shared.clone()));
         let said = StderrTail::default();
-        let stderr_read = tokio::spawn(read_stderr(stderr, said.clone(), spec.secrets.clone()));
+        let (announce, announced) = oneshot::channel();
+        let secrets = spec.secrets.clone();
+        let stderr_read = tokio::spawn(read_stderr(stderr, said.clone(), secrets, announce));
+        let attach = match &spec.attach {
+            None => {
+                let stdin = child.stdin.take().expect("stdin is piped");
+                let stdout = child.stdout.take().expect("stdout is piped");
+                tokio::spawn(write_lines(stdin, outgoing_rx));
+                tokio::spawn(read_lines(stdout, shared.clone()));
+                None
+            }
+            Some(attach) => Some((attach, outgoing_rx)),
+        };
         tokio::spawn(wait_for_exit(child, kill_rx, shared.clone()));
 
         let server = AppServer { shared };
-        if let Err(error) = server.initialize().await {
+        let started = async {
+            if let Some((attach, outgoing)) = attach {
+                let within = spec.request_timeout;
+                listen::connect(&server.shared, attach, announced, outgoing, within).await?;
+            }
+            server
+                .initialize()
+                .await
+                .map_err(|error| format!("initialize failed: {error}"))
+        };
+        if let Err(error) = started.await {
+            server.shutdown().await;
             // Codex's own words say why (`CODEX_HOME` not a folder, an old version without
             // `app-server`): they go into the error, at the default log level too.
             let _ = tokio::time::timeout(STDERR_WAIT, stderr_read).await;
@@ -75,9 +93,9 @@ impl AppServer {
                 true => String::new(),
                 false => format!("; Codex said: {}", said.join(" | ")),
             };
-            return Err(spawn_error(format!("initialize failed: {error}{said}")));
+            return Err(spawn_error(format!("{error}{said}")));
         }
-        info!(pid = ?server.pid(), "codex app-server started");
+        info!(pid = ?server.pid(), url = ?server.attach_url(), "codex app-server started");
         Ok(server)
     }
 
@@ -123,6 +141,12 @@ impl AppServer {
     /// What Codex said is wrong with its setup so far, each once.
     pub fn config_warnings(&self) -> Vec<String> {
         self.shared.config_warnings.lock().expect("lock").clone()
+    }
+
+    /// Where a terminal attaches to this app-server (`codex resume … --remote URL`): a
+    /// worker's URL, or the local process's loopback address when it is attachable.
+    pub fn attach_url(&self) -> Option<&str> {
+        self.shared.attach_url.get().map(String::as_str)
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -400,8 +424,14 @@ impl StderrTail {
 
 /// Codex's stderr, its log: each line to the gateway's log at debug (its level is its own,
 /// `codex.log_level`), the last ones before any backtrace kept.
-async fn read_stderr(stderr: tokio::process::ChildStderr, said: StderrTail, secrets: Vec<String>) {
+async fn read_stderr(
+    stderr: tokio::process::ChildStderr,
+    said: StderrTail,
+    secrets: Vec<String>,
+    announce: oneshot::Sender<String>,
+) {
     let mut lines = BufReader::new(stderr).lines();
+    let mut announce = Some(announce);
     // With `RUST_BACKTRACE` set, an error is followed by frames that say nothing.
     let mut in_backtrace = false;
     while let Ok(Some(line)) = lines.next_line().await {
@@ -410,6 +440,12 @@ async fn read_stderr(stderr: tokio::process::ChildStderr, said: StderrTail, secr
             .filter(|secret| !secret.is_empty())
             .fold(line, |line, secret| line.replace(secret.as_str(), "***"));
         debug!(target: "codex_app_server", "{line}");
+        if let Some(url) = listen::announced_url(&line) {
+            if let Some(announce) = announce.take() {
+                let _ = announce.send(url.to_owned());
+            }
+            continue;
+        }
         in_backtrace |= line.trim() == "Stack backtrace:";
         if !in_backtrace && !line.trim().is_empty() {
             said.push(line);

@@ -56,12 +56,12 @@ impl std::fmt::Debug for RemoteSpec {
     }
 }
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub(super) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 impl AppServer {
     /// Connects to a remote app-server and completes the `initialize` handshake.
     pub async fn connect(spec: &RemoteSpec) -> Result<Self, CodexError> {
-        let socket = open(spec).await?;
+        let socket = open(&spec.name, &spec.url, &spec.token).await?;
         let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
         let (kill_tx, kill_rx) = oneshot::channel();
         let unread = spec.unread.clone();
@@ -72,10 +72,14 @@ impl AppServer {
             spec.request_timeout,
             unread,
         ));
+        let _ = shared.attach_url.set(spec.url.clone());
+        let killed = async move {
+            let _ = kill_rx.await;
+        };
         tokio::spawn(pump(
             socket,
             outgoing_rx,
-            kill_rx,
+            killed,
             shared.clone(),
             spec.name.clone(),
         ));
@@ -83,7 +87,7 @@ impl AppServer {
         server
             .initialize()
             .await
-            .map_err(|error| unreachable(spec, format!("initialize failed: {error}")))?;
+            .map_err(|error| unreachable(&spec.name, format!("initialize failed: {error}")))?;
         info!(
             server = spec.name,
             url = spec.url,
@@ -93,21 +97,20 @@ impl AppServer {
     }
 }
 
-fn unreachable(spec: &RemoteSpec, message: String) -> CodexError {
+fn unreachable(server: &str, message: String) -> CodexError {
     CodexError::Unreachable {
-        server: spec.name.clone(),
+        server: server.to_owned(),
         message,
     }
 }
 
-async fn open(spec: &RemoteSpec) -> Result<Socket, CodexError> {
-    let mut request = spec
-        .url
-        .as_str()
+/// Opens the WebSocket to the app-server `server` at `url`, showing `token`.
+pub(super) async fn open(server: &str, url: &str, token: &str) -> Result<Socket, CodexError> {
+    let mut request = url
         .into_client_request()
-        .map_err(|error| unreachable(spec, error.to_string()))?;
-    let bearer = HeaderValue::from_str(&format!("Bearer {}", spec.token))
-        .map_err(|_| unreachable(spec, "the token is not a valid header value".into()))?;
+        .map_err(|error| unreachable(server, error.to_string()))?;
+    let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| unreachable(server, "the token is not a valid header value".into()))?;
     request.headers_mut().insert(header::AUTHORIZATION, bearer);
     let config = WebSocketConfig {
         max_message_size: Some(MAX_MESSAGE_BYTES),
@@ -117,7 +120,7 @@ async fn open(spec: &RemoteSpec) -> Result<Socket, CodexError> {
     let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
     match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Err(_) => Err(unreachable(
-            spec,
+            server,
             format!("no connection within {CONNECT_TIMEOUT:?}"),
         )),
         Ok(Ok((socket, _))) => Ok(socket),
@@ -128,16 +131,16 @@ async fn open(spec: &RemoteSpec) -> Result<Socket, CodexError> {
             ) =>
         {
             Err(CodexError::Refused {
-                server: spec.name.clone(),
-                url: spec.url.clone(),
+                server: server.to_owned(),
+                url: url.to_owned(),
                 status: response.status().as_u16(),
             })
         }
         Ok(Err(WsError::Http(response))) => Err(unreachable(
-            spec,
+            server,
             format!("the upgrade was answered with HTTP {}", response.status()),
         )),
-        Ok(Err(error)) => Err(unreachable(spec, error.to_string())),
+        Ok(Err(error)) => Err(unreachable(server, error.to_string())),
     }
 }
 
@@ -162,15 +165,16 @@ async fn send_text(
     sink.flush().await
 }
 
-/// Carries lines both ways until the connection ends or is closed from our side; then
-/// every waiter and thread learns the app-server is gone.
-async fn pump(
+/// Carries lines both ways until the connection ends or `kill` closes it from our side;
+/// then every waiter and thread learns the app-server is gone.
+pub(super) async fn pump(
     socket: Socket,
     mut outgoing: mpsc::UnboundedReceiver<String>,
-    mut kill: oneshot::Receiver<()>,
+    kill: impl Future<Output = ()>,
     shared: Arc<Shared>,
     name: String,
 ) {
+    tokio::pin!(kill);
     let (mut sink, mut frames) = socket.split();
     loop {
         tokio::select! {

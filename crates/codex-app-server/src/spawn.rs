@@ -37,6 +37,33 @@ pub struct SpawnSpec {
     /// logging adds about 4 ms to every turn, at `trace` its log carries what commands
     /// print.
     pub log_level: String,
+    /// Serve on loopback WebSocket (this token lets a terminal attach) instead of stdio.
+    pub attach: Option<Attach>,
+}
+
+/// How a local app-server is made attachable: it listens on 127.0.0.1 (`port`, 0 for
+/// any free one) and lets in who shows `token`; the process is given only its SHA-256,
+/// so neither its command line nor its commands can read the token from it.
+#[derive(Clone)]
+pub struct Attach {
+    pub token: String,
+    pub port: u16,
+}
+
+impl std::fmt::Debug for Attach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attach")
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Attach {
+    fn token_sha256(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(self.token.as_bytes());
+        digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +87,13 @@ pub(super) fn command(spec: &SpawnSpec) -> Command {
     for kv in &spec.overrides {
         command.arg("-c").arg(kv);
     }
+    if let Some(attach) = &spec.attach {
+        command
+            .arg("--listen")
+            .arg(format!("ws://127.0.0.1:{}", attach.port))
+            .args(["--ws-auth", "capability-token", "--ws-token-sha256"])
+            .arg(attach.token_sha256());
+    }
     command
         .env_clear()
         .envs(child_env(std::env::vars_os(), spec));
@@ -70,9 +104,14 @@ pub(super) fn command(spec: &SpawnSpec) -> Command {
             command.env("HOME", home);
         }
     }
+    // Over WebSocket stdin and stdout carry nothing.
+    let (stdin, stdout) = match spec.attach {
+        Some(_) => (Stdio::null(), Stdio::null()),
+        None => (Stdio::piped(), Stdio::piped()),
+    };
     command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .stdin(stdin)
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         // Its own group, so a terminal's Ctrl-C reaches the gateway only, which then
@@ -134,6 +173,7 @@ mod tests {
             },
             unread: UnreadLog::default(),
             log_level: "warn".into(),
+            attach: None,
         };
         let inherited = [
             ("PATH", "/bin"),
@@ -159,5 +199,19 @@ mod tests {
         assert_eq!(env[&OsString::from("PATH")], "/bin");
         assert_eq!(env[&OsString::from("CODEX_HOME")], "/data/codex");
         assert_eq!(env[&OsString::from("EXTRA")], "1");
+    }
+
+    /// What `printf %s TOKEN | sha256sum` prints, as `--ws-token-sha256` expects.
+    #[test]
+    fn the_token_is_given_as_its_sha256() {
+        let attach = Attach {
+            token: "abc123secret".into(),
+            port: 0,
+        };
+        assert_eq!(
+            attach.token_sha256(),
+            "8cff8920e61778fa4adc9f9ef61eee565afea1d93dbead262237878002e57b5d"
+        );
+        assert!(!format!("{attach:?}").contains("abc123secret"));
     }
 }

@@ -61,6 +61,8 @@ pub(super) struct Shared {
     pub(super) version: std::sync::OnceLock<String>,
     /// What Codex said is wrong with its setup (`configWarning`: bubblewrap missing, ...).
     pub(super) config_warnings: Mutex<Vec<String>>,
+    /// Where a terminal attaches to this app-server, when it listens on a WebSocket.
+    pub(super) attach_url: std::sync::OnceLock<String>,
 }
 
 impl Shared {
@@ -87,6 +89,7 @@ impl Shared {
             parents: Mutex::new(HashMap::new()),
             version: std::sync::OnceLock::new(),
             config_warnings: Mutex::new(Vec::new()),
+            attach_url: std::sync::OnceLock::new(),
         }
     }
 }

@@ -58,14 +58,13 @@ impl TurnClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-    use crate::session::SessionSettings;
+    use crate::session;
 
     /// At the default (30 minutes of silence, no cap): news keeps a turn going for hours;
     /// 30 minutes of silence ends it, not a second sooner.
     #[tokio::test(start_paused = true)]
     async fn at_the_default_only_thirty_minutes_of_silence_end_a_turn() {
-        let settings = SessionSettings::from_config(&Config::default());
+        let (settings, _) = session::defaults();
         let limit = settings.turn_timeout;
         assert_eq!(
             (limit, settings.max_turn),

@@ -1,0 +1,145 @@
+//! A terminal on a chat's live thread (`/attach`): the gateway's own app-server listens on
+//! loopback WebSocket, the chat prints the command, and the real `codex` binary joins the
+//! thread with the token from its file.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+use crate::support::telegram::{BOT_USERNAME, FakeTelegram};
+use crate::support::{Gateway, TestEnv, codex_binary, processes_named};
+
+const ALICE: i64 = 1001;
+const GROUP: i64 = -100500;
+
+/// What `/attach` printed: the thread, the address, the token's file.
+struct Printed {
+    thread: String,
+    url: String,
+    token_file: String,
+}
+
+fn read_printed(text: &str) -> Printed {
+    let token_file = text
+        .split("$(cat ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("no token file in the reply");
+    let resume = text
+        .lines()
+        .find(|line| line.starts_with("codex resume "))
+        .expect("no codex resume line");
+    let words: Vec<&str> = resume.split_whitespace().collect();
+    Printed {
+        thread: words[2].to_owned(),
+        url: words[4].to_owned(),
+        token_file: token_file.to_owned(),
+    }
+}
+
+/// Opens a WebSocket to `url` with `token`; the HTTP status of a refusal, or 101.
+async fn upgrade_status(url: &str, token: &str) -> u16 {
+    let mut request = url.into_client_request().unwrap();
+    let bearer = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
+    request.headers_mut().insert("authorization", bearer);
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((_, response)) => response.status().as_u16(),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+        Err(error) => panic!("{error}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_attaches_to_the_chats_live_thread_with_the_printed_command() {
+    let env = TestEnv::new().await;
+    std::fs::write(env.workspace().join("notes.txt"), "attach-gannet-31").unwrap();
+    let tg = FakeTelegram::start().await;
+    let config = env.telegram_config(&tg, ALICE);
+    let gateway = Gateway::start(&config);
+
+    tg.dm(ALICE, "/attach");
+    tg.wait_for_text(ALICE, |t| {
+        t.starts_with("This chat has no Codex thread yet")
+    })
+    .await;
+    tg.dm(ALICE, "read file notes.txt");
+    tg.wait_for_text(ALICE, |t| t == "Tool said: attach-gannet-31")
+        .await;
+    tg.dm(ALICE, "/attach");
+    let (_, printed) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
+        .await;
+    let printed = read_printed(&printed);
+    assert!(
+        printed.url.starts_with("ws://127.0.0.1:"),
+        "{}",
+        printed.url
+    );
+
+    // The token: in a file only the gateway's user reads, never in the chat, never on
+    // the app-server's command line (which every user of the machine can read).
+    let mode = std::fs::metadata(&printed.token_file)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    let token = std::fs::read_to_string(&printed.token_file).unwrap();
+    assert_eq!(token.len(), 64);
+    assert!(tg.texts(ALICE).iter().all(|(_, t)| !t.contains(&token)));
+    for pid in processes_named("app-server") {
+        let command_line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&command_line).contains(&token));
+    }
+    assert_eq!(upgrade_status(&printed.url, "not-the-token").await, 401);
+
+    // The terminal's message runs in the chat's own thread: the model sees what the
+    // chat's turn read.
+    let queued = tokio::process::Command::new(codex_binary())
+        .args(["queue", "--thread", &printed.thread])
+        .args(["--message", "what did you just read?"])
+        .args(["--remote", &printed.url])
+        .args(["--remote-auth-token-env", "CODEX_GATEWAY_ATTACH_TOKEN"])
+        .env("CODEX_GATEWAY_ATTACH_TOKEN", &token)
+        .env("CODEX_HOME", env.codex_home())
+        .output();
+    let queued = tokio::time::timeout(Duration::from_secs(60), queued)
+        .await
+        .expect("codex queue hung")
+        .unwrap();
+    assert!(
+        queued.status.success(),
+        "codex queue: {}",
+        String::from_utf8_lossy(&queued.stderr)
+    );
+    env.model_asked("what did you just read?").await;
+    let request = env.model.request_for("what did you just read?");
+    assert!(
+        request
+            .tool_outputs()
+            .iter()
+            .any(|output| output.contains("attach-gannet-31")),
+        "the terminal's turn ran outside the chat's thread"
+    );
+
+    // The chat goes on in the same thread.
+    tg.dm(ALICE, "and now?");
+    tg.wait_for_text(ALICE, |t| t == "Echo: and now?").await;
+    gateway.stop().await;
+    assert_eq!(env.rollouts().len(), 1, "one thread in all");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_is_refused_in_a_group() {
+    let env = TestEnv::new().await;
+    let tg = FakeTelegram::start().await;
+    let config = env.telegram_config(&tg, ALICE);
+    let gateway = Gateway::start(&config);
+    tg.group_message(GROUP, ALICE, &format!("/attach@{BOT_USERNAME}"), None);
+    tg.wait_for_text(GROUP, |t| {
+        t.starts_with("/attach works in a direct message")
+    })
+    .await;
+    gateway.stop().await;
+}
