@@ -373,6 +373,7 @@ mod tests {
             "stop",
             "status",
             "last",
+            "attach",
             "answer",
             "every",
             "at",
