@@ -407,6 +407,7 @@ async fn login_gives_the_code_and_says_when_it_is_done() {
     let script = crate::support::binary::fake_app_server(&env, "logging-in", LOGGING_IN_APP_SERVER);
     let mut config = env.config();
     config.codex.binary = script;
+    config.codex.attach = false; // the fake speaks stdio only
     let app = codex_gateway::App::start(&config).await.unwrap();
     let mut chat = Chat::new("admin");
     chat.send(&app, "/login");

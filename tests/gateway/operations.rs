@@ -202,6 +202,7 @@ async fn a_wedged_app_server_is_restarted_and_health_never_blocks() {
     let script = fake_app_server(&env, "wedged-app-server", WEDGED_APP_SERVER);
     let mut config = env.config();
     config.codex.binary = script;
+    config.codex.attach = false; // the fake speaks stdio only
     // Shortened for speed: the defaults are a check every 30 s, 10 s to answer.
     config.codex.health_check_secs = 1;
     config.codex.health_check_timeout_secs = 1;
@@ -251,6 +252,7 @@ async fn an_endless_line_from_codex_restarts_it() {
     let script = fake_app_server(&env, "flooding-app-server", FLOODING_APP_SERVER);
     let mut config = env.config();
     config.codex.binary = script;
+    config.codex.attach = false; // the fake speaks stdio only
     let app = codex_gateway::App::start(&config).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while metric(&app.metrics().await, "codex_restarts_total") == 0 {
@@ -273,6 +275,7 @@ async fn sigterm_with_codex_hung_exits_within_the_bound() {
     let script = fake_app_server(&env, "wedged-app-server", WEDGED_APP_SERVER);
     let mut envs = telegram_env(&telegram, port);
     envs.push(("CODEX_GATEWAY__CODEX__BINARY", script.display().to_string()));
+    envs.push(("CODEX_GATEWAY__CODEX__ATTACH", "false".into())); // the fake speaks stdio only
     let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
     wait_healthy(port).await;
     telegram.dm(ALICE, "hello, hung Codex");
@@ -313,6 +316,7 @@ async fn sigterm_while_codex_hangs_at_start_exits_within_the_grace() {
     let script = fake_app_server(&env, "mute-app-server", MUTE_APP_SERVER);
     let mut envs = telegram_env(&telegram, port);
     envs.push(("CODEX_GATEWAY__CODEX__BINARY", script.display().to_string()));
+    envs.push(("CODEX_GATEWAY__CODEX__ATTACH", "false".into())); // the fake speaks stdio only
     let child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
     // Serving (its endpoint answers: not yet healthy) while Codex is still starting.
     let (status, _) = crate::support::http_get_when_up(port, "/healthz").await;
@@ -383,6 +387,7 @@ async fn telegram_polls_while_codex_starts_and_early_messages_wait_for_it() {
     );
     let mut config = env.telegram_config(&telegram, ALICE);
     config.codex.binary = fake_app_server(&env, "slow-codex", &script);
+    config.codex.attach = false; // the fake speaks stdio only
     let gateway = Gateway::start(&config);
     while telegram.polls().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;

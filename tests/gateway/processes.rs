@@ -81,6 +81,8 @@ async fn an_app_server_restart_ends_what_its_commands_left_running() {
     let envs = [
         ("CODEX_GATEWAY__SERVER__LISTEN", format!("127.0.0.1:{port}")),
         ("CODEX_GATEWAY__CODEX__BINARY", script.display().to_string()),
+        // The fake speaks stdio only.
+        ("CODEX_GATEWAY__CODEX__ATTACH", "false".into()),
     ];
     let mut child = gateway_command(&env, &["run"], &envs).spawn().unwrap();
     let marker = format!("leftover-of-app-server-{}-", child.id());

@@ -123,6 +123,13 @@ pub(super) fn command(spec: &SpawnSpec) -> Command {
     unsafe {
         command.pre_exec(super::orphans::set_child_subreaper);
     }
+    if spec.attach.is_some() {
+        let gateway = std::process::id();
+        // SAFETY: as above, async-signal-safe syscalls only.
+        unsafe {
+            command.pre_exec(move || super::listen::end_with_gateway(gateway));
+        }
+    }
     command
 }
 
