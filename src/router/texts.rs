@@ -89,6 +89,11 @@ pub fn turn_failed(error: Option<&str>) -> String {
     )
 }
 
+/// The prompt of a turn another client started on the chat's thread.
+pub fn asked_elsewhere(text: &str) -> String {
+    format!("From the terminal: {text}")
+}
+
 pub fn turn_timed_out(limit: Duration) -> String {
     format!(
         "Codex has been silent on this turn for {} (the turn time limit); interrupting it.",

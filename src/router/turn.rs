@@ -43,6 +43,8 @@ pub(super) enum Effect {
     },
     /// The next `Input::Deadline` comes this long from now.
     Deadline(Duration),
+    /// What another client (a terminal on the thread) asked in this turn.
+    AskedElsewhere(String),
     /// What the turn has done changed: its live status is due again.
     Status,
 }
@@ -120,6 +122,8 @@ pub(super) struct TurnTracker {
     turn_timeout: Duration,
     outcome: TurnOutcome,
     finished: bool,
+    /// Started by another client: its prompt is still to be shown.
+    prompt_from_elsewhere: bool,
 }
 
 impl TurnTracker {
@@ -128,6 +132,13 @@ impl TurnTracker {
     pub(super) fn rejoining(turn_id: String, turn_timeout: Duration) -> Self {
         let mut tracker = Self::new(Some(turn_id), turn_timeout);
         tracker.started = true;
+        tracker
+    }
+
+    /// A turn another client started on the chat's thread, seen from its start.
+    pub(super) fn elsewhere(turn_id: String, turn_timeout: Duration) -> Self {
+        let mut tracker = Self::rejoining(turn_id, turn_timeout);
+        tracker.prompt_from_elsewhere = true;
         tracker
     }
 
@@ -154,6 +165,7 @@ impl TurnTracker {
                 elapsed: Duration::ZERO,
             },
             finished: false,
+            prompt_from_elsewhere: false,
         }
     }
 
@@ -341,6 +353,10 @@ impl TurnTracker {
             Item::ContextCompaction => {
                 self.outcome.compacted = true;
                 Vec::new()
+            }
+            Item::UserMessage { text } if self.prompt_from_elsewhere => {
+                self.prompt_from_elsewhere = false;
+                vec![Effect::AskedElsewhere(text)]
             }
             Item::UserMessage { .. } | Item::Other { .. } => Vec::new(),
         }

@@ -194,6 +194,11 @@ impl Session {
         Ok(())
     }
 
+    /// What another client asked in the turn being followed, for its transcript.
+    pub fn asked_elsewhere(&mut self, text: String) {
+        self.asked.push(text);
+    }
+
     /// Records the end of a turn in one write: what was asked and the reply join the
     /// transcript, the usage is kept. Returns the chat's row as it now is.
     pub async fn finish_turn(

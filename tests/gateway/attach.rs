@@ -51,6 +51,8 @@ async fn upgrade_status(url: &str, token: &str) -> u16 {
     }
 }
 
+/// The terminal's turn runs in the chat's thread and shows in the chat like the chat's
+/// own: the prompt headed "From the terminal", the answer as a message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminal_attaches_to_the_chats_live_thread_with_the_printed_command() {
     let env = TestEnv::new().await;
@@ -122,6 +124,15 @@ async fn a_terminal_attaches_to_the_chats_live_thread_with_the_printed_command()
             .any(|output| output.contains("attach-gannet-31")),
         "the terminal's turn ran outside the chat's thread"
     );
+
+    // The chat sees the terminal's turn as its own: what was asked, then the answer.
+    tg.wait_for_text(ALICE, |t| t == "From the terminal: what did you just read?")
+        .await;
+    tg.wait_for_text(ALICE, |t| t == "Earlier I read: attach-gannet-31")
+        .await;
+    let kept = "SELECT COUNT(*) FROM transcript WHERE text IN \
+        ('what did you just read?', 'Earlier I read: attach-gannet-31')";
+    env.wait_in_database(kept, |lines| lines == 2).await;
 
     // The chat goes on in the same thread.
     tg.dm(ALICE, "and now?");

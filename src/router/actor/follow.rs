@@ -45,6 +45,16 @@ impl Actor {
         self.follow(replies, tracker, true).await
     }
 
+    /// Follows a turn another client (a terminal on the thread) started, to its end.
+    pub(super) async fn follow_elsewhere(
+        &mut self,
+        replies: &Replies<'_>,
+        turn_id: String,
+    ) -> TurnOutcome {
+        let tracker = TurnTracker::elsewhere(turn_id, self.ctx.settings.turn_timeout);
+        self.follow(replies, tracker, true).await
+    }
+
     async fn follow(
         &mut self,
         replies: &Replies<'_>,
@@ -183,6 +193,10 @@ impl Actor {
                     Effect::Status => show_status(&tracker),
                     Effect::Interrupt { turn_id } => self.interrupt(&turn_id).await,
                     Effect::Deadline(after) => limits.silence_after(after),
+                    Effect::AskedElsewhere(text) => {
+                        replies.notice(texts::asked_elsewhere(&text));
+                        self.session.asked_elsewhere(text);
+                    }
                 }
             }
         }

@@ -7,6 +7,7 @@
 
 mod choices;
 mod compact;
+mod elsewhere;
 mod files;
 mod follow;
 mod jobs;
@@ -21,6 +22,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::time::Instant;
 use tracing::{error, info, warn};
 
 use super::activity::Activity;
@@ -30,6 +32,7 @@ use super::questions::PendingQuestions;
 use super::replies::Replies;
 use super::texts;
 use crate::commands::{self, Command, Input};
+use crate::deadline;
 use crate::session::{Context, Prompt, Session, SessionError, TurnRequest};
 use chat::{ApprovalId, ChatKey, Inbound, OutboundKind, Stage, Step, Ticket};
 
@@ -92,7 +95,10 @@ pub(crate) struct Actor {
     abort: watch::Receiver<bool>,
     /// Whether the chat's platform was told its `/notify` choice since this actor began.
     notify_told: bool,
+    /// Where the chat's messages come from, once one came: turns from elsewhere go there.
+    place: Option<Inbound>,
 }
+
 
 impl Actor {
     pub(super) fn new(chat: ChatKey, ctx: Arc<Context>, parts: ActorParts) -> Self {
@@ -113,6 +119,7 @@ impl Actor {
             activity: parts.activity,
             abort: parts.abort,
             notify_told: false,
+            place: None,
         }
     }
 
@@ -145,6 +152,7 @@ impl Actor {
     /// runs, and is done once handled, unless it waits on something (its answer's
     /// delivery, a usage limit's reset, or a turn left on its worker at shutdown).
     async fn serve(&mut self, inbound: Inbound, prepared: Option<Prompt>) {
+        self.remember_place(&inbound);
         self.tell_notify(&Replies::to(&inbound)).await;
         if inbound.ticket.as_ref().is_some_and(|t| t.stage.was_cut()) {
             self.serving = inbound.ticket.clone();
@@ -274,7 +282,8 @@ impl Actor {
     }
 
     /// The next message: queued first, then the mailbox; a held message whose time has
-    /// come joins the queue meanwhile.
+    /// come joins the queue meanwhile, and a turn another client starts on the chat's
+    /// thread is followed as it comes.
     async fn next_message(&mut self) -> Option<ActorMsg> {
         loop {
             if *self.abort.borrow() {
@@ -288,12 +297,16 @@ impl Actor {
             if !self.mailbox_open {
                 return None;
             }
-            let Some(wait) = self.next_release() else {
-                return self.mailbox.recv().await;
-            };
+            let release = self.next_release().map(|wait| Instant::now() + wait);
+            let watching = self.watches_thread();
             tokio::select! {
                 message = self.mailbox.recv() => return message,
-                () = tokio::time::sleep(wait) => {}
+                () = deadline::sleep_until(release) => {}
+                event = self.session.next_event(), if watching => {
+                    if let Some(turn_id) = self.started_elsewhere(event) {
+                        self.serve_elsewhere(turn_id).await;
+                    }
+                }
             }
         }
     }
