@@ -98,8 +98,12 @@ impl App {
         }
         if config.codex.attach {
             let token = attach_token::load_or_make(&attach_token::token_file(config))?;
-            let port = config.codex.attach_port;
-            spec.attach = Some(codex::Attach { token, port });
+            let attach = codex::Attach {
+                token,
+                port: config.codex.attach_port,
+            };
+            codex::end_leftovers(&attach).await;
+            spec.attach = Some(attach);
         }
         let transcriber = Transcriber::from_config(&config.transcription)?;
         let remotes = remote_specs(config, &spec.unread);

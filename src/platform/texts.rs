@@ -81,6 +81,7 @@ pub fn prompt_closed(end: PromptEnd) -> &'static str {
         PromptEnd::TimedOut => "Nobody answered in time: declined.",
         PromptEnd::TurnEnded => "No longer pending: the turn ended.",
         PromptEnd::Stopped => "Expired: the gateway stopped before anyone answered.",
+        PromptEnd::AnsweredElsewhere => "Answered in the terminal.",
     }
 }
 

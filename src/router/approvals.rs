@@ -189,6 +189,23 @@ impl PendingApprovals {
             .collect()
     }
 
+    /// Another client answered the request `request_id` first: its prompt here closes,
+    /// and nothing more is sent to Codex for it.
+    pub(super) fn resolved_elsewhere(
+        &mut self,
+        request_id: &serde_json::Value,
+        replies: &Replies<'_>,
+    ) -> Option<ApprovalId> {
+        let seq = *self
+            .pending
+            .iter()
+            .find(|(_, (responder, _))| responder.is_for(request_id))?
+            .0;
+        let (responder, _) = self.pending.remove(&seq)?;
+        responder.leave();
+        Some(self.close(seq, PromptEnd::AnsweredElsewhere, replies))
+    }
+
     /// The turn is handed over at shutdown: its requests stay unanswered, to be asked
     /// again of the next start; their prompts here are closed.
     pub(super) fn leave(&mut self, replies: &Replies<'_>) {

@@ -9,7 +9,10 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 use crate::support::telegram::{BOT_USERNAME, FakeTelegram};
+use crate::support::ws_client::Client;
 use crate::support::{Gateway, TestEnv, codex_binary, processes_named};
+use codex_gateway::config::ApprovalPolicy;
+use serde_json::json;
 
 const ALICE: i64 = 1001;
 const GROUP: i64 = -100500;
@@ -153,4 +156,55 @@ async fn attach_is_refused_in_a_group() {
     })
     .await;
     gateway.stop().await;
+}
+
+/// An approval of the terminal's turn is asked in the chat as well as in the terminal;
+/// the first answer wins. Answered in the terminal, the chat's card says so and loses its
+/// buttons, and the command runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_in_the_terminal_closes_the_chats_card() {
+    let env = TestEnv::new().await;
+    let tg = FakeTelegram::start().await;
+    let mut config = env.telegram_config(&tg, ALICE);
+    config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "hello");
+    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    tg.dm(ALICE, "/attach");
+    let (_, printed) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
+        .await;
+    let printed = read_printed(&printed);
+    let token = std::fs::read_to_string(&printed.token_file).unwrap();
+
+    let mut terminal = Client::connect(&printed.url, &token).await;
+    let thread = json!({"threadId": printed.thread});
+    let resumed = terminal.call("thread/resume", thread).await;
+    assert!(resumed.get("error").is_none(), "{resumed}");
+    let input = json!([{"type": "text", "text": "run: touch from-terminal.txt"}]);
+    let turn = json!({"threadId": printed.thread, "input": input});
+    terminal.call("turn/start", turn).await;
+    let asked = terminal
+        .server_request()
+        .await
+        .expect("the terminal is asked");
+    let (card, _) = tg
+        .wait_for_text(ALICE, |t| {
+            t.starts_with("Codex asks to run") && t.contains("touch from-terminal.txt")
+        })
+        .await;
+    terminal
+        .respond(&asked["id"], json!({"decision": "accept"}))
+        .await;
+    tg.wait_for_text(ALICE, |t| t.ends_with("Answered in the terminal."))
+        .await;
+    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    gateway.stop().await;
+    assert!(env.workspace().join("from-terminal.txt").exists());
+    let buttons = &tg.message_of(card).unwrap_or_default()["reply_markup"]["inline_keyboard"];
+    assert!(
+        buttons.as_array().is_none_or(Vec::is_empty),
+        "the card still has buttons: {buttons}"
+    );
 }

@@ -149,7 +149,15 @@ async fn a_message_during_a_compaction_runs_after_it() {
     env.model_asked_for("the summary", ModelRequest::is_compaction)
         .await;
     chat.send(&app, "after the summary");
-    chat.notice("runs next").await;
+    // Steered, refused and run next; or queued when it came before the gateway heard the
+    // compaction's turn start (the model may be asked before that notification arrives).
+    chat.wait_for(|kind| match kind {
+        OutboundKind::Notice(text) if text.contains("runs next") || text.starts_with("Queued") => {
+            Some(())
+        }
+        _ => None,
+    })
+    .await;
     chat.notice("Compacted").await;
     assert_eq!(chat.reply().await, "Echo: after the summary");
     let request = env.model.request_for("after the summary");

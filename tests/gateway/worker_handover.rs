@@ -6,107 +6,11 @@ use std::time::{Duration, Instant};
 
 use crate::support::telegram::FakeTelegram;
 use crate::support::workers::Worker;
+use crate::support::ws_client::Client;
 use crate::support::{Gateway, TestEnv};
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use serde_json::json;
 
 const TOKEN: &str = "handover-token";
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A bare JSON-RPC client on the worker's WebSocket.
-struct Client {
-    socket: Socket,
-    next_id: i64,
-    /// Every notification seen, by method, in order.
-    seen: Vec<(Instant, String, Value)>,
-}
-
-impl Client {
-    async fn connect(worker: &Worker) -> Self {
-        let mut request = worker.url().into_client_request().unwrap();
-        let bearer = format!("Bearer {TOKEN}").parse().unwrap();
-        request.headers_mut().insert("authorization", bearer);
-        let (socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
-        let mut client = Self {
-            socket,
-            next_id: 1,
-            seen: Vec::new(),
-        };
-        let info = json!({"clientInfo": {"name": "handover", "version": "0"}});
-        client.call("initialize", info).await;
-        client.notify("initialized").await;
-        client
-    }
-
-    async fn notify(&mut self, method: &str) {
-        let text = json!({"method": method}).to_string();
-        self.socket.send(Message::Text(text)).await.unwrap();
-    }
-
-    /// Sends a request and reads until its answer, keeping the notifications.
-    async fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let text = json!({"id": id, "method": method, "params": params}).to_string();
-        self.socket.send(Message::Text(text)).await.unwrap();
-        loop {
-            let message = self.read(Duration::from_secs(30)).await.expect("an answer");
-            if message["id"] == id && message.get("method").is_none() {
-                return message;
-            }
-        }
-    }
-
-    /// The next message, notifications recorded; `None` after `wait` of silence.
-    async fn read(&mut self, wait: Duration) -> Option<Value> {
-        loop {
-            let frame = tokio::time::timeout(wait, self.socket.next())
-                .await
-                .ok()??;
-            let Message::Text(text) = frame.unwrap() else {
-                continue;
-            };
-            let message: Value = serde_json::from_str(&text).unwrap();
-            if let Some(method) = message["method"].as_str() {
-                self.seen
-                    .push((Instant::now(), method.to_owned(), message["params"].clone()));
-            }
-            return Some(message);
-        }
-    }
-
-    /// A new thread in `cwd` and a turn on it saying `text`, with `overrides` (more
-    /// `turn/start` params); the thread's id.
-    async fn start_turn(&mut self, cwd: &str, text: &str, overrides: Value) -> String {
-        let started = self.call("thread/start", json!({"cwd": cwd})).await;
-        let thread_id = started["result"]["thread"]["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let mut params = json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]});
-        for (key, value) in overrides.as_object().unwrap() {
-            params[key] = value.clone();
-        }
-        self.call("turn/start", params).await;
-        thread_id
-    }
-
-    /// Reads until `method` arrives (or `wait` passes).
-    async fn until(&mut self, method: &str, wait: Duration) -> Option<Value> {
-        let deadline = Instant::now() + wait;
-        while Instant::now() < deadline {
-            let message = self.read(deadline - Instant::now()).await?;
-            if message["method"] == method {
-                return Some(message["params"].clone());
-            }
-        }
-        None
-    }
-}
 
 /// Measured with codex 0.171.0: a turn keeps running when its only client disconnects; a
 /// client that resumes the thread mid-turn is told the rest of the turn live (its command
@@ -119,7 +23,7 @@ async fn a_running_turn_outlives_its_websocket_client() {
     let cwd = env.workspace().display().to_string();
 
     // The first client starts a turn that runs a 4 s command, then goes away.
-    let mut first = Client::connect(&worker).await;
+    let mut first = Client::connect(&worker.url(), TOKEN).await;
     let turn = json!({});
     let thread_id = first
         .start_turn(&cwd, "run: sleep 4; echo handed-over", turn)
@@ -132,7 +36,7 @@ async fn a_running_turn_outlives_its_websocket_client() {
     // A second client comes back a second later, while the 4 s command still runs (a
     // moment of the story, not a wait for an effect), and resumes the thread.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let mut second = Client::connect(&worker).await;
+    let mut second = Client::connect(&worker.url(), TOKEN).await;
     let resumed = second
         .call("thread/resume", json!({"threadId": thread_id}))
         .await;
@@ -157,7 +61,7 @@ async fn a_running_turn_outlives_its_websocket_client() {
     drop(second);
 
     // A third client, after the end, reads the answer back.
-    let mut third = Client::connect(&worker).await;
+    let mut third = Client::connect(&worker.url(), TOKEN).await;
     let turns = third
         .call("thread/turns/list", json!({"threadId": thread_id}))
         .await;
@@ -254,19 +158,17 @@ async fn an_approval_asked_while_away_is_asked_again_on_resume() {
     let env = TestEnv::new().await;
     let worker = Worker::start(&env, "approve", TOKEN).await;
     let cwd = env.workspace().display().to_string();
-    let mut first = Client::connect(&worker).await;
+    let mut first = Client::connect(&worker.url(), TOKEN).await;
     // Commands need approval, and a write cannot pass the sandbox unasked.
     let turn = json!({"approvalPolicy": "untrusted", "sandboxPolicy": {"type": "readOnly"}});
     let thread_id = first
         .start_turn(&cwd, "run: touch approved.txt", turn)
         .await;
-    let asked = server_request(&mut first)
-        .await
-        .expect("an approval request");
+    let asked = first.server_request().await.expect("an approval request");
     first.socket.close(None).await.unwrap();
     drop(first);
 
-    let mut second = Client::connect(&worker).await;
+    let mut second = Client::connect(&worker.url(), TOKEN).await;
     let resumed = second
         .call("thread/resume", json!({"threadId": thread_id}))
         .await;
@@ -276,21 +178,9 @@ async fn an_approval_asked_while_away_is_asked_again_on_resume() {
         json!(["waitingOnApproval"]),
         "{status}"
     );
-    let again = server_request(&mut second).await.expect("asked again");
+    let again = second.server_request().await.expect("asked again");
     assert_eq!(again["method"], asked["method"]);
     assert_eq!(again["params"]["command"], asked["params"]["command"]);
-}
-
-/// The next request the server sends (an approval), within 20 s.
-async fn server_request(client: &mut Client) -> Option<Value> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let message = client.read(deadline - Instant::now()).await?;
-        if message.get("id").is_some() && message.get("method").is_some() {
-            return Some(message);
-        }
-    }
-    None
 }
 
 /// Through the gateway: an approval card shown before a restart is shown again after it

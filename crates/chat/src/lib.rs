@@ -276,6 +276,8 @@ pub enum PromptEnd {
     /// The gateway stopped while it waited (Codex asks again after a restart, when the
     /// turn goes on on a worker).
     Stopped,
+    /// Another client of the thread (a terminal) answered it first.
+    AnsweredElsewhere,
 }
 
 /// What a person is asked to approve.

@@ -29,6 +29,7 @@ pub use catalog::{
 };
 pub use error::CodexError;
 pub use files::{PathKind, RealPath};
+pub use listen::end_leftovers;
 pub use login::{DeviceLogin, LoginOutcome, PendingLogin};
 pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};
 pub use process::AppServer;

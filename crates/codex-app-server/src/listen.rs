@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
+use tracing::warn;
 
 use super::remote;
 use super::spawn::Attach;
@@ -70,6 +71,81 @@ pub(super) fn end_with_gateway(parent: u32) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// How long an app-server a killed gateway left may take to end by itself (it got SIGINT
+/// when its gateway died) before it is killed.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(5);
+
+/// Ends the app-servers an earlier run of this gateway left behind (it was killed), found
+/// by the token's digest on their command line: until one has exited, the threads it
+/// held cannot be resumed, and a resume tried meanwhile is refused for good ("already
+/// has an active writer"). Each is waited for, then killed.
+pub async fn end_leftovers(attach: &Attach) {
+    let leftovers = leftovers_of(&attach.token_sha256());
+    if leftovers.is_empty() {
+        return;
+    }
+    warn!(pids = ?leftovers, "app-servers of an earlier run are still running; waiting for them to end");
+    let deadline = tokio::time::Instant::now() + LEFTOVER_GRACE;
+    let running = |pids: &[u32]| -> Vec<u32> {
+        pids.iter()
+            .copied()
+            .filter(|pid| is_running(*pid))
+            .collect()
+    };
+    let mut left = running(&leftovers);
+    while !left.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = running(&left);
+    }
+    for pid in &left {
+        // SAFETY: kill(2) on a process found above; a pid reused meanwhile would have to
+        // carry the same digest on its command line.
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    while !running(&left).is_empty() && tokio::time::Instant::now() < deadline + LEFTOVER_GRACE {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Processes that are not this one's children and were started with `digest` as their
+/// `--ws-token-sha256`.
+fn leftovers_of(digest: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let ours = std::process::id();
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(command_line) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                return false;
+            };
+            let mut words = command_line.split(|byte| *byte == 0);
+            let digest_follows = words.by_ref().any(|word| word == b"--ws-token-sha256")
+                && words.next() == Some(digest.as_bytes());
+            digest_follows && parent_of(*pid) != Some(ours)
+        })
+        .collect()
+}
+
+/// The parent of `pid`, from `/proc/PID/stat` (the field after the state).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn is_running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    state.is_some_and(|state| state != "Z")
 }
 
 #[cfg(test)]

@@ -265,6 +265,11 @@ pub enum Notification {
         delta: String,
     },
     TokenUsage(TokenUsage),
+    /// A request Codex made of its clients was answered (by any of them: the first answer
+    /// wins); every client of the thread hears it.
+    RequestResolved {
+        request_id: Value,
+    },
     /// A model or transport error; `will_retry` false means the turn is failing.
     Error {
         message: String,
@@ -300,7 +305,7 @@ pub(crate) fn text(params: &Value, key: &str) -> Option<String> {
 
 impl Notification {
     /// The notifications the gateway reads; one of these that does not parse is news.
-    const READ: [&'static str; 10] = [
+    const READ: [&'static str; 11] = [
         "turn/started",
         "turn/completed",
         "item/started",
@@ -311,6 +316,7 @@ impl Notification {
         "thread/tokenUsage/updated",
         "error",
         "model/rerouted",
+        "serverRequest/resolved",
     ];
 
     /// Whether the gateway reads `method` (and ignores every other notification).
@@ -390,6 +396,9 @@ impl Notification {
             "model/rerouted" => Some(Notification::ModelRerouted {
                 turn_id: turn_id(),
                 to_model: text(params, "toModel").unwrap_or_default(),
+            }),
+            "serverRequest/resolved" => Some(Notification::RequestResolved {
+                request_id: params.get("requestId")?.clone(),
             }),
             _ => None,
         }

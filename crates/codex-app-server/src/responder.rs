@@ -82,6 +82,11 @@ impl ApprovalResponder {
         self.reply.leave();
     }
 
+    /// Whether this answers the request `request_id` (as `serverRequest/resolved` names it).
+    pub fn is_for(&self, request_id: &Value) -> bool {
+        self.reply.request_id == *request_id
+    }
+
     pub fn answer(mut self, decision: ApprovalDecision) {
         let result = approval_result(decision, self.asked.as_ref());
         self.reply.send(result);

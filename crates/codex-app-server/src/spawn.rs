@@ -59,7 +59,7 @@ impl std::fmt::Debug for Attach {
 }
 
 impl Attach {
-    fn token_sha256(&self) -> String {
+    pub(super) fn token_sha256(&self) -> String {
         use sha2::{Digest, Sha256};
         let digest = Sha256::digest(self.token.as_bytes());
         digest.iter().map(|byte| format!("{byte:02x}")).collect()

@@ -15,7 +15,9 @@ use crate::router::texts;
 use crate::router::turn::{Effect, Input, TurnEnd, TurnOutcome, TurnTracker};
 use chat::Progress;
 use chat::{ActionKind, ApprovalId, ApprovalPrompt, Decision, OutboundKind, PromptEnd};
-use codex::{ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, ThreadEvent};
+use codex::{
+    ApprovalDecision, ApprovalKind, ApprovalRequest, ApprovalResponder, Notification, ThreadEvent,
+};
 
 /// How often a running turn's status is drawn again for its clock, when nothing else
 /// changed it.
@@ -122,6 +124,12 @@ impl Actor {
             } else {
                 tokio::select! {
                 event = self.session.next_event() => match event {
+                    Some(ThreadEvent::Notification(Notification::RequestResolved { request_id })) => {
+                        if let Some(id) = self.approvals.resolved_elsewhere(&request_id, replies) {
+                            info!(chat = %self.chat, id = id.seq, "approval answered by another client");
+                        }
+                        continue;
+                    }
                     Some(ThreadEvent::Notification(notification)) => Input::Codex(notification),
                     Some(ThreadEvent::Approval(request, responder)) => {
                         self.ask_approval(replies, request, responder);

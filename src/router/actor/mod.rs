@@ -99,7 +99,6 @@ pub(crate) struct Actor {
     place: Option<Inbound>,
 }
 
-
 impl Actor {
     pub(super) fn new(chat: ChatKey, ctx: Arc<Context>, parts: ActorParts) -> Self {
         Self {

@@ -13,6 +13,7 @@ pub mod soak;
 pub mod telegram;
 pub mod tls;
 pub mod workers;
+pub mod ws_client;
 
 use std::path::PathBuf;
 use std::time::Duration;
