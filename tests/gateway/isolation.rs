@@ -140,10 +140,12 @@ async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
 
     let database = env.database();
     let probe = format!(
-        "id -u; for f in /proc/{gateway}/environ {db} {db}-wal {db}.lock {token}; do echo \"== $f\"; cat \"$f\" 2>&1 | tr '\\0' ' ' | head -c 300; echo; done",
+        "id -u; for f in /proc/{gateway}/environ {db} {db}-wal {db}.lock {token} {attach}; do echo \"== $f\"; cat \"$f\" 2>&1 | tr '\\0' ' ' | head -c 300; echo; done",
         gateway = child.id(),
         db = database.display(),
         token = env.dir.path().join("telegram-token").display(),
+        // The token that attaches a client to Codex, whose answer to an approval wins.
+        attach = database.with_file_name("codex-attach-token").display(),
     );
     let said = probe_from_alices_chat(&telegram, &probe).await;
     println!("what Codex read as uid {CODEX_UID}:\n{said}");
@@ -155,7 +157,7 @@ async fn codex_as_its_own_user_reads_neither_the_token_nor_other_chats() {
         said.contains(&CODEX_UID.to_string()),
         "Codex did not run as {CODEX_UID}: {said}"
     );
-    assert_eq!(said.matches("Permission denied").count(), 5, "{said}");
+    assert_eq!(said.matches("Permission denied").count(), 6, "{said}");
     assert!(
         !said.contains("isolation-secret-token"),
         "the token was read: {said}"
