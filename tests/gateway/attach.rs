@@ -208,3 +208,44 @@ async fn an_approval_answered_in_the_terminal_closes_the_chats_card() {
         "the card still has buttons: {buttons}"
     );
 }
+
+/// A thread started in the terminal on the gateway's Codex is listed by `/threads` and
+/// taken into the chat with `/resume`, live: the chat's next message is a turn of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_started_in_the_terminal_is_listed_and_resumed_in_the_chat() {
+    let env = TestEnv::new().await;
+    let tg = FakeTelegram::start().await;
+    let config = env.telegram_config(&tg, ALICE);
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "hello");
+    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    tg.dm(ALICE, "/attach");
+    let (_, printed) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
+        .await;
+    let printed = read_printed(&printed);
+    let token = std::fs::read_to_string(&printed.token_file).unwrap();
+
+    let mut terminal = Client::connect(&printed.url, &token).await;
+    let cwd = env.workspace().display().to_string();
+    let thread = terminal
+        .start_turn(&cwd, "remember the word osprey", json!({}))
+        .await;
+    terminal
+        .until("turn/completed", Duration::from_secs(30))
+        .await
+        .expect("the terminal's turn ended");
+
+    tg.dm(ALICE, "/threads");
+    let short = &thread[..8];
+    tg.wait_for_text(ALICE, |t| t.starts_with("Threads") && t.contains(short))
+        .await;
+    tg.dm(ALICE, &format!("/resume {thread}"));
+    tg.wait_for_text(ALICE, |t| t.starts_with("This chat continues thread"))
+        .await;
+    tg.dm(ALICE, "which word?");
+    tg.wait_for_text(ALICE, |t| t == "Echo: which word?").await;
+    gateway.stop().await;
+    let seen = env.model.request_for("which word?").text();
+    assert!(seen.contains("remember the word osprey"), "{seen}");
+}
