@@ -118,6 +118,21 @@ impl PendingQuestions {
         }
     }
 
+    /// Another client answered the request `request_id` first: it is dropped without a
+    /// word to Codex. Whether it was the one shown.
+    pub(super) fn resolved_elsewhere(&mut self, request_id: &serde_json::Value) -> Option<bool> {
+        let index = self
+            .waiting
+            .iter()
+            .position(|asked| asked.responder.is_for(request_id))?;
+        let asked = self.waiting.remove(index)?;
+        asked.responder.leave();
+        if index == 0 {
+            self.arm();
+        }
+        Some(index == 0)
+    }
+
     /// Drops every request: the turn they belonged to is over (each says nothing came).
     pub(super) fn clear(&mut self) {
         self.waiting.clear();

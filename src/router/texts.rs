@@ -505,6 +505,9 @@ pub fn context_use(used: Option<i64>, window: Option<i64>) -> String {
 // Codex's questions.
 
 pub const ANSWER_SENT: &str = "Answer sent to Codex.";
+pub const QUESTION_ANSWERED_ELSEWHERE: &str =
+    "Codex's question was answered in the terminal; a press here changes nothing now.";
+
 pub const QUESTION_EXPIRED: &str = "Nobody answered Codex's question in time; Codex was told what was answered (if anything) and goes on.";
 
 /// One of Codex's questions: its header, the question, the options numbered with what

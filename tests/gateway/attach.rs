@@ -249,3 +249,61 @@ async fn a_thread_started_in_the_terminal_is_listed_and_resumed_in_the_chat() {
     let seen = env.model.request_for("which word?").text();
     assert!(seen.contains("remember the word osprey"), "{seen}");
 }
+
+/// Codex's question in the terminal's turn is asked in the chat too; answered in the
+/// terminal first, the chat is told so and Codex goes on with the terminal's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_answered_in_the_terminal_is_closed_in_the_chat() {
+    let env = TestEnv::with_brain(crate::codex_requests::asking_brain()).await;
+    let tg = FakeTelegram::start().await;
+    let config = env.telegram_config(&tg, ALICE);
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "hello");
+    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    tg.dm(ALICE, "/attach");
+    let (_, printed) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
+        .await;
+    let printed = read_printed(&printed);
+    let token = std::fs::read_to_string(&printed.token_file).unwrap();
+
+    let mut terminal = Client::connect(&printed.url, &token).await;
+    let thread = json!({"threadId": printed.thread});
+    terminal.call("thread/resume", thread).await;
+    let input = json!([{"type": "text", "text": "ask: set up the app"}]);
+    let turn = json!({"threadId": printed.thread, "input": input});
+    terminal.call("turn/start", turn).await;
+    let asked = terminal
+        .server_request()
+        .await
+        .expect("the terminal is asked");
+    tg.wait_for_text(ALICE, |t| t.starts_with("Codex asks (1 of 2) - Database"))
+        .await;
+    let answers = json!({"answers": {"db": {"answers": ["Postgres"]},
+                                     "name": {"answers": ["tracker"]}}});
+    terminal.respond(&asked["id"], answers).await;
+    tg.wait_for_text(ALICE, |t| {
+        t.starts_with("Codex's question was answered in the terminal")
+    })
+    .await;
+    tg.wait_for_text(ALICE, |t| t.starts_with("Tool said"))
+        .await;
+    gateway.stop().await;
+    let output = env
+        .model
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|r| r.tool_outputs().pop());
+    let output = output.expect("no answer reached the model");
+    assert!(
+        output.contains("Postgres") && output.contains("tracker"),
+        "{output}"
+    );
+    assert!(
+        tg.texts(ALICE)
+            .iter()
+            .all(|(_, t)| !t.starts_with("Codex asks (2 of 2)")),
+        "the chat went on asking"
+    );
+}

@@ -137,6 +137,11 @@ impl QuestionResponder {
         self.reply.leave();
     }
 
+    /// See [`ApprovalResponder::is_for`].
+    pub fn is_for(&self, request_id: &Value) -> bool {
+        self.reply.request_id == *request_id
+    }
+
     pub fn answer(mut self, answers: &Answers) {
         if let Some(elicitation) = &self.elicitation {
             let result = elicitation.result(answers);

@@ -128,6 +128,7 @@ impl Actor {
                         if let Some(id) = self.approvals.resolved_elsewhere(&request_id, replies) {
                             info!(chat = %self.chat, id = id.seq, "approval answered by another client");
                         }
+                        self.question_answered_elsewhere(replies, &request_id);
                         continue;
                     }
                     Some(ThreadEvent::Notification(notification)) => Input::Codex(notification),

@@ -58,6 +58,23 @@ impl Actor {
         }
     }
 
+    /// Another client of the thread answered the request `request_id` first: the chat is
+    /// told, and the next question waiting is shown.
+    pub(super) fn question_answered_elsewhere(
+        &mut self,
+        replies: &Replies<'_>,
+        request_id: &serde_json::Value,
+    ) {
+        let Some(was_shown) = self.questions.resolved_elsewhere(request_id) else {
+            return;
+        };
+        info!(chat = %self.chat, "question answered by another client");
+        replies.notice(texts::QUESTION_ANSWERED_ELSEWHERE);
+        if was_shown {
+            self.show_question(replies);
+        }
+    }
+
     fn show_question(&self, replies: &Replies<'_>) {
         let Some(shown) = self.questions.current() else {
             return;
