@@ -22,9 +22,15 @@ pub enum AttachPoint {
 }
 
 impl Session {
-    pub async fn attach_point(&self) -> Result<AttachPoint, SessionError> {
+    /// Where to attach; the thread is made live first, so the chat sees the terminal's
+    /// turns from now on (even before it sends anything itself).
+    pub async fn attach_point(&mut self) -> Result<AttachPoint, SessionError> {
         let stored = self.record().await?.and_then(|row| row.thread_id);
-        let Some(thread_id) = self.thread_id().map(str::to_owned).or(stored) else {
+        if self.thread_id().is_none() && stored.is_none() {
+            return Ok(AttachPoint::NoThread);
+        }
+        self.ensure_thread().await?;
+        let Some(thread_id) = self.thread_id().map(str::to_owned) else {
             return Ok(AttachPoint::NoThread);
         };
         let server = self.server().await?;

@@ -307,3 +307,37 @@ async fn a_question_answered_in_the_terminal_is_closed_in_the_chat() {
         "the chat went on asking"
     );
 }
+
+/// After a restart the chat's thread is not live until the chat uses it; `/attach` makes
+/// it live, so the terminal's turns show in the chat at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_attach_makes_the_terminals_turns_show() {
+    let env = TestEnv::new().await;
+    let tg = FakeTelegram::start().await;
+    let config = env.telegram_config(&tg, ALICE);
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "hello");
+    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    gateway.stop().await;
+
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "/attach");
+    let (_, printed) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
+        .await;
+    let printed = read_printed(&printed);
+    let token = std::fs::read_to_string(&printed.token_file).unwrap();
+    let mut terminal = Client::connect(&printed.url, &token).await;
+    terminal
+        .call("thread/resume", json!({"threadId": printed.thread}))
+        .await;
+    let input = json!([{"type": "text", "text": "typed in the terminal"}]);
+    let turn = json!({"threadId": printed.thread, "input": input});
+    terminal.call("turn/start", turn).await;
+    tg.wait_for_text(ALICE, |t| t == "From the terminal: typed in the terminal")
+        .await;
+    tg.wait_for_text(ALICE, |t| t == "Echo: typed in the terminal")
+        .await;
+    gateway.stop().await;
+    assert_eq!(env.rollouts().len(), 1, "one thread in all");
+}
