@@ -30,7 +30,12 @@ impl Actor {
     /// What a thread event means while the chat runs no turn: the id of a turn another
     /// client started, or nothing.
     pub(super) fn started_elsewhere(&mut self, event: Option<ThreadEvent>) -> Option<String> {
-        match event? {
+        // No more events (the thread was let go): nothing left to watch.
+        let Some(event) = event else {
+            self.session.lose_live_thread();
+            return None;
+        };
+        match event {
             ThreadEvent::Notification(Notification::TurnStarted { turn_id }) => Some(turn_id),
             // Asked of the client whose turn it is, which answers: never declined here.
             ThreadEvent::Approval(_, responder) => {
