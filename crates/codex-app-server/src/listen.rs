@@ -44,7 +44,9 @@ pub(super) async fn connect(
         // The process is killed, not the connection: its end closes the connection.
         let killed = std::future::pending();
         remote::pump(socket, outgoing, killed, shared.clone(), "local".into()).await;
-        // A lost connection is a lost process: ended, so it is started again whole.
+        // A lost connection is a lost process: ended, so it is started again whole. The
+        // server is gone once the process is reaped (`wait_for_exit`), not before: what
+        // its commands left behind is ended then, below the gateway.
         if let Some(kill) = shared.kill.lock().expect("lock").take() {
             let _ = kill.send(());
         }

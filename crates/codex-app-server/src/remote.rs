@@ -76,13 +76,12 @@ impl AppServer {
         let killed = async move {
             let _ = kill_rx.await;
         };
-        tokio::spawn(pump(
-            socket,
-            outgoing_rx,
-            killed,
-            shared.clone(),
-            spec.name.clone(),
-        ));
+        let (pumped, name) = (shared.clone(), spec.name.clone());
+        tokio::spawn(async move {
+            pump(socket, outgoing_rx, killed, pumped.clone(), name).await;
+            // A worker is its connection: when that ends, so does the server.
+            pumped.mark_exited();
+        });
         let server = AppServer::from_shared(shared);
         server
             .initialize()
@@ -165,8 +164,8 @@ async fn send_text(
     sink.flush().await
 }
 
-/// Carries lines both ways until the connection ends or `kill` closes it from our side;
-/// then every waiter and thread learns the app-server is gone.
+/// Carries lines both ways until the connection ends or `kill` closes it from our side.
+/// The caller says what its end means for the server.
 pub(super) async fn pump(
     socket: Socket,
     mut outgoing: mpsc::UnboundedReceiver<String>,
@@ -203,6 +202,5 @@ pub(super) async fn pump(
             }
         }
     }
-    info!(server = name, "connection to codex worker closed");
-    shared.mark_exited();
+    info!(server = name, "connection to codex app-server closed");
 }
