@@ -42,6 +42,18 @@ fn read_printed(text: &str) -> Printed {
     }
 }
 
+/// Alice's `/attach`, read, and a scripted client connected as it says.
+async fn attach_terminal(tg: &FakeTelegram) -> (Printed, Client) {
+    tg.dm(ALICE, "/attach");
+    let (_, printed) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
+        .await;
+    let printed = read_printed(&printed);
+    let token = std::fs::read_to_string(&printed.token_file).unwrap();
+    let terminal = Client::connect(&printed.url, &token).await;
+    (printed, terminal)
+}
+
 /// Opens a WebSocket to `url` with `token`; the HTTP status of a refusal, or 101.
 async fn upgrade_status(url: &str, token: &str) -> u16 {
     let mut request = url.into_client_request().unwrap();
@@ -170,14 +182,7 @@ async fn an_approval_answered_in_the_terminal_closes_the_chats_card() {
     let gateway = Gateway::start(&config);
     tg.dm(ALICE, "hello");
     tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
-    tg.dm(ALICE, "/attach");
-    let (_, printed) = tg
-        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
-        .await;
-    let printed = read_printed(&printed);
-    let token = std::fs::read_to_string(&printed.token_file).unwrap();
-
-    let mut terminal = Client::connect(&printed.url, &token).await;
+    let (printed, mut terminal) = attach_terminal(&tg).await;
     let thread = json!({"threadId": printed.thread});
     let resumed = terminal.call("thread/resume", thread).await;
     assert!(resumed.get("error").is_none(), "{resumed}");
@@ -219,14 +224,7 @@ async fn a_thread_started_in_the_terminal_is_listed_and_resumed_in_the_chat() {
     let gateway = Gateway::start(&config);
     tg.dm(ALICE, "hello");
     tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
-    tg.dm(ALICE, "/attach");
-    let (_, printed) = tg
-        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
-        .await;
-    let printed = read_printed(&printed);
-    let token = std::fs::read_to_string(&printed.token_file).unwrap();
-
-    let mut terminal = Client::connect(&printed.url, &token).await;
+    let (_, mut terminal) = attach_terminal(&tg).await;
     let cwd = env.workspace().display().to_string();
     let thread = terminal
         .start_turn(&cwd, "remember the word osprey", json!({}))
@@ -260,14 +258,7 @@ async fn a_question_answered_in_the_terminal_is_closed_in_the_chat() {
     let gateway = Gateway::start(&config);
     tg.dm(ALICE, "hello");
     tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
-    tg.dm(ALICE, "/attach");
-    let (_, printed) = tg
-        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
-        .await;
-    let printed = read_printed(&printed);
-    let token = std::fs::read_to_string(&printed.token_file).unwrap();
-
-    let mut terminal = Client::connect(&printed.url, &token).await;
+    let (printed, mut terminal) = attach_terminal(&tg).await;
     let thread = json!({"threadId": printed.thread});
     terminal.call("thread/resume", thread).await;
     let input = json!([{"type": "text", "text": "ask: set up the app"}]);
@@ -321,13 +312,7 @@ async fn after_a_restart_attach_makes_the_terminals_turns_show() {
     gateway.stop().await;
 
     let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "/attach");
-    let (_, printed) = tg
-        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
-        .await;
-    let printed = read_printed(&printed);
-    let token = std::fs::read_to_string(&printed.token_file).unwrap();
-    let mut terminal = Client::connect(&printed.url, &token).await;
+    let (printed, mut terminal) = attach_terminal(&tg).await;
     terminal
         .call("thread/resume", json!({"threadId": printed.thread}))
         .await;
