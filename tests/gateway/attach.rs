@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use crate::support::telegram::{BOT_USERNAME, FakeTelegram};
 use crate::support::ws_client::Client;
 use crate::support::{Gateway, TestEnv, codex_binary, processes_named};
-use codex_gateway::config::ApprovalPolicy;
+use codex_gateway::config::{ApprovalPolicy, Config};
 use serde_json::json;
 
 const ALICE: i64 = 1001;
@@ -40,6 +40,21 @@ fn read_printed(text: &str) -> Printed {
         url: words[4].to_owned(),
         token_file: token_file.to_owned(),
     }
+}
+
+/// A gateway on a fake Telegram (`tune` adjusts its config) whose chat with Alice has a
+/// thread: one turn answered.
+async fn chat_with_a_thread(
+    env: &TestEnv,
+    tune: impl FnOnce(&mut Config),
+) -> (FakeTelegram, Config, Gateway) {
+    let tg = FakeTelegram::start().await;
+    let mut config = env.telegram_config(&tg, ALICE);
+    tune(&mut config);
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "hello");
+    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    (tg, config, gateway)
 }
 
 /// Alice's `/attach`, read, and a scripted client connected as it says.
@@ -176,19 +191,12 @@ async fn attach_is_refused_in_a_group() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_answered_in_the_terminal_closes_the_chats_card() {
     let env = TestEnv::new().await;
-    let tg = FakeTelegram::start().await;
-    let mut config = env.telegram_config(&tg, ALICE);
-    config.codex.approval_policy = ApprovalPolicy::Untrusted;
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "hello");
-    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    let untrusted = |config: &mut Config| config.codex.approval_policy = ApprovalPolicy::Untrusted;
+    let (tg, _, gateway) = chat_with_a_thread(&env, untrusted).await;
     let (printed, mut terminal) = attach_terminal(&tg).await;
-    let thread = json!({"threadId": printed.thread});
-    let resumed = terminal.call("thread/resume", thread).await;
-    assert!(resumed.get("error").is_none(), "{resumed}");
-    let input = json!([{"type": "text", "text": "run: touch from-terminal.txt"}]);
-    let turn = json!({"threadId": printed.thread, "input": input});
-    terminal.call("turn/start", turn).await;
+    terminal
+        .turn_on(&printed.thread, "run: touch from-terminal.txt")
+        .await;
     let asked = terminal
         .server_request()
         .await
@@ -219,11 +227,7 @@ async fn an_approval_answered_in_the_terminal_closes_the_chats_card() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thread_started_in_the_terminal_is_listed_and_resumed_in_the_chat() {
     let env = TestEnv::new().await;
-    let tg = FakeTelegram::start().await;
-    let config = env.telegram_config(&tg, ALICE);
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "hello");
-    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    let (tg, _, gateway) = chat_with_a_thread(&env, |_| {}).await;
     let (_, mut terminal) = attach_terminal(&tg).await;
     let cwd = env.workspace().display().to_string();
     let thread = terminal
@@ -253,17 +257,11 @@ async fn a_thread_started_in_the_terminal_is_listed_and_resumed_in_the_chat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_answered_in_the_terminal_is_closed_in_the_chat() {
     let env = TestEnv::with_brain(crate::codex_requests::asking_brain()).await;
-    let tg = FakeTelegram::start().await;
-    let config = env.telegram_config(&tg, ALICE);
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "hello");
-    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    let (tg, _, gateway) = chat_with_a_thread(&env, |_| {}).await;
     let (printed, mut terminal) = attach_terminal(&tg).await;
-    let thread = json!({"threadId": printed.thread});
-    terminal.call("thread/resume", thread).await;
-    let input = json!([{"type": "text", "text": "ask: set up the app"}]);
-    let turn = json!({"threadId": printed.thread, "input": input});
-    terminal.call("turn/start", turn).await;
+    terminal
+        .turn_on(&printed.thread, "ask: set up the app")
+        .await;
     let asked = terminal
         .server_request()
         .await
@@ -304,21 +302,14 @@ async fn a_question_answered_in_the_terminal_is_closed_in_the_chat() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_attach_makes_the_terminals_turns_show() {
     let env = TestEnv::new().await;
-    let tg = FakeTelegram::start().await;
-    let config = env.telegram_config(&tg, ALICE);
-    let gateway = Gateway::start(&config);
-    tg.dm(ALICE, "hello");
-    tg.wait_for_text(ALICE, |t| t == "Echo: hello").await;
+    let (tg, config, gateway) = chat_with_a_thread(&env, |_| {}).await;
     gateway.stop().await;
 
     let gateway = Gateway::start(&config);
     let (printed, mut terminal) = attach_terminal(&tg).await;
     terminal
-        .call("thread/resume", json!({"threadId": printed.thread}))
+        .turn_on(&printed.thread, "typed in the terminal")
         .await;
-    let input = json!([{"type": "text", "text": "typed in the terminal"}]);
-    let turn = json!({"threadId": printed.thread, "input": input});
-    terminal.call("turn/start", turn).await;
     tg.wait_for_text(ALICE, |t| t == "From the terminal: typed in the terminal")
         .await;
     tg.wait_for_text(ALICE, |t| t == "Echo: typed in the terminal")

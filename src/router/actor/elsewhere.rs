@@ -6,6 +6,7 @@ use tracing::info;
 
 use super::Actor;
 use crate::router::replies::Replies;
+use crate::router::turn::TurnTracker;
 use chat::Inbound;
 use codex::{Notification, ThreadEvent};
 
@@ -14,11 +15,16 @@ impl Actor {
     /// from elsewhere can be shown there.
     pub(super) fn remember_place(&mut self, inbound: &Inbound) {
         self.place = Some(Inbound {
+            chat: inbound.chat.clone(),
+            user: inbound.user.clone(),
             text: String::new(),
-            attachments: Vec::new(),
+            reply_to: inbound.reply_to.clone(),
             answer_slot: None,
+            can_approve: inbound.can_approve,
+            private: inbound.private,
+            admin: inbound.admin,
+            attachments: Vec::new(),
             ticket: None,
-            ..inbound.clone()
         });
     }
 
@@ -64,7 +70,8 @@ impl Actor {
         let replies = Replies::to(&place);
         self.activity.touch();
         self.activity.set_busy(true);
-        let outcome = self.follow_elsewhere(&replies, turn_id).await;
+        let tracker = TurnTracker::elsewhere(turn_id, self.ctx.settings.turn_timeout);
+        let outcome = self.follow(&replies, tracker, true).await;
         self.end_turn(&replies, outcome).await;
         self.activity.touch();
         self.activity.set_busy(!self.queue.is_empty());

@@ -47,17 +47,9 @@ impl Actor {
         self.follow(replies, tracker, true).await
     }
 
-    /// Follows a turn another client (a terminal on the thread) started, to its end.
-    pub(super) async fn follow_elsewhere(
-        &mut self,
-        replies: &Replies<'_>,
-        turn_id: String,
-    ) -> TurnOutcome {
-        let tracker = TurnTracker::elsewhere(turn_id, self.ctx.settings.turn_timeout);
-        self.follow(replies, tracker, true).await
-    }
-
-    async fn follow(
+    /// Follows the turn `tracker` tracks to its end; with `live`, the chat sees its
+    /// status as it goes.
+    pub(super) async fn follow(
         &mut self,
         replies: &Replies<'_>,
         tracker: TurnTracker,

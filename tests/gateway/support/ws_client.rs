@@ -96,6 +96,18 @@ impl Client {
         thread_id
     }
 
+    /// Joins the existing thread `thread_id` (`thread/resume`, which must succeed) and
+    /// starts a turn on it saying `text`, as a terminal attached to it would.
+    pub async fn turn_on(&mut self, thread_id: &str, text: &str) {
+        let resumed = self
+            .call("thread/resume", json!({"threadId": thread_id}))
+            .await;
+        assert!(resumed.get("error").is_none(), "{resumed}");
+        let input = json!([{"type": "text", "text": text}]);
+        let turn = json!({"threadId": thread_id, "input": input});
+        self.call("turn/start", turn).await;
+    }
+
     /// Reads until `method` arrives (or `wait` passes).
     pub async fn until(&mut self, method: &str, wait: Duration) -> Option<Value> {
         let deadline = Instant::now() + wait;
