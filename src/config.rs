@@ -363,6 +363,9 @@ pub struct DiscordConfig {
     /// Channels where the bot answers every message (elsewhere only when mentioned).
     #[serde(deserialize_with = "id_list")]
     pub channels: Vec<u64>,
+    /// A message addressed to the bot in a channel opens a thread of its own (a task
+    /// with its own Codex thread) instead of going to the channel's conversation.
+    pub auto_thread: bool,
     /// Register slash commands in these guilds (instant) instead of globally.
     #[serde(deserialize_with = "id_list")]
     pub guild_ids: Vec<u64>,
@@ -387,6 +390,7 @@ impl Default for DiscordConfig {
             admins: Vec::new(),
             allowed_roles: Vec::new(),
             channels: Vec::new(),
+            auto_thread: false,
             guild_ids: Vec::new(),
             edit_interval_ms: 1000,
             first_flush_ms: 1000,

@@ -271,6 +271,7 @@ commands! {
     undo::Undo,
     name::Name,
     attach::Attach,
+    task::Task,
     answer::Answer,
     every::Every,
     at::At,

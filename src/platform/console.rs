@@ -82,6 +82,7 @@ async fn print_answers(
             | OutboundKind::Answer { text, .. }
             | OutboundKind::Choices { text, .. } => format!("[gateway] {text}\n"),
             // The file is in the chat's folder already, on this very machine.
+            OutboundKind::OpenTask { .. } => format!("[gateway] {}\n", texts::NO_TASK_PLACES),
             OutboundKind::File { name, bytes } => {
                 format!(
                     "[gateway] {name}: {} bytes, in this chat's folder\n",

@@ -90,3 +90,52 @@ pub const FROM_EARLIER_RUN: &str =
 
 /// The button under a running turn's status that stops it.
 pub const STOP_BUTTON: &str = "Stop";
+
+// Tasks (`/task`): a thread or topic of their own.
+
+/// Where `/task` has no place to open (the console).
+pub const NO_TASK_PLACES: &str = "Tasks open a Discord thread or a Telegram topic, which this \
+     chat has not; /new starts a fresh conversation here instead.";
+
+/// The first message in a task's new thread or topic.
+pub fn task_greeting(title: &str) -> String {
+    format!(
+        "Task: {title}\nWrite here: this is a conversation of its own, with a Codex thread of \
+         its own."
+    )
+}
+
+/// The answer to `/task` once its place is open: `place` names it ("the topic", a
+/// Discord channel mention).
+pub fn task_opened(title: &str, place: &str) -> String {
+    format!("Opened {place} for \"{title}\": write there.")
+}
+
+/// Telegram would not open a topic: how to turn topics on.
+pub fn telegram_no_topics(private: bool) -> &'static str {
+    match private {
+        true => {
+            "Telegram would not open a topic in this chat. Topics in a direct message need \
+             the bot's Threaded Mode: its owner turns it on in @BotFather (Bot Settings, \
+             Threaded Mode), then /task works here."
+        }
+        false => {
+            "Telegram would not open a topic in this group. Turn Topics on in the group's \
+             settings and give the bot the Manage Topics right, then /task works here."
+        }
+    }
+}
+
+pub const DISCORD_NO_THREADS_IN_DMS: &str =
+    "Discord has no threads in direct messages: /task works in a server's channel.";
+
+pub const DISCORD_THREAD_ALREADY: &str =
+    "This is a thread already, a task of its own: open the next task from its channel.";
+
+pub const DISCORD_THREAD_REFUSED: &str = "Discord would not open a thread here: the bot needs \
+     the Create Public Threads and Send Messages in Threads permissions in this channel.";
+
+/// The platform did not answer while opening a task's place.
+pub fn task_unreachable(platform: &str) -> String {
+    format!("{platform} could not be reached to open the task; try /task again.")
+}

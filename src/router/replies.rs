@@ -76,6 +76,13 @@ impl Replies<'_> {
         });
     }
 
+    /// Asks the platform to open a place of its own for the task `title`; the platform
+    /// answers the message.
+    pub(crate) fn open_task(&self, title: String) {
+        let slot = self.slot.lock().expect("lock").take();
+        self.send(OutboundKind::OpenTask { slot, title });
+    }
+
     /// `text` with a button that sends `/last`, for an answer that may not have arrived.
     pub(crate) fn offer_last(&self, text: &str) {
         let options = vec![super::texts::SEND_AGAIN.into()];

@@ -29,6 +29,7 @@ mod operations;
 mod processes;
 mod schedule;
 mod steering;
+mod tasks;
 mod telegram;
 mod tidy;
 mod usage_limit;

@@ -195,6 +195,13 @@ pub enum OutboundKind {
         command: &'static str,
         options: Vec<String>,
     },
+    /// `/task TITLE`: open a place of its own for a task (a Discord thread, a Telegram
+    /// topic), whose messages are a conversation with a Codex thread of its own; the
+    /// platform says where it opened, or why it could not (at the answer slot).
+    OpenTask {
+        slot: Option<AnswerSlot>,
+        title: String,
+    },
     /// The answer to a message kept in the durable inbox: sent like `Reply`, from its
     /// ledger's `from_piece`, the ledger told where each piece stands.
     KeptReply { text: String, ledger: Ledger },

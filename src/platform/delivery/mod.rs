@@ -159,6 +159,18 @@ pub trait Sink: Send + Sync + 'static {
             }
         }
     }
+    /// Opens a place of its own for the task `title` (a thread, a topic) and says where,
+    /// or why not, at the answer slot; by default says the platform has no such places.
+    fn open_task(&self, slot: Option<AnswerSlot>, title: &str) -> impl Future<Output = ()> + Send {
+        let _ = title;
+        async move {
+            let text = crate::platform::texts::NO_TASK_PLACES;
+            match slot {
+                Some(slot) => self.answer(slot, text).await,
+                None => self.notice(text).await,
+            }
+        }
+    }
     /// A notice that answers one message at its answer slot; by default a notice.
     fn answer(&self, slot: AnswerSlot, text: &str) -> impl Future<Output = ()> + Send {
         let _ = slot;

@@ -161,6 +161,7 @@ impl<S: Sink> Worker<S> {
                     self.sink.close_prompt(message_id, &card, line).await
                 }
             }
+            OutboundKind::OpenTask { slot, title } => self.sink.open_task(slot, &title).await,
             OutboundKind::Progress(line) => debug!(line, "progress not shown on chat platforms"),
         }
     }

@@ -10,11 +10,12 @@ use serenity::all::{
 };
 use serenity::http::Http;
 
-use super::PendingCommands;
+use super::{PendingCommands, threads};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure, Unsent};
+use crate::platform::texts;
 use crate::render;
 use chat::{AnswerSlot, ApprovalPrompt, Decision, Notify};
 
@@ -202,6 +203,17 @@ impl Sink for DiscordChat {
         }
         let message = self.message().content(text).components(rows.clone());
         let _ = call(|| self.channel.send_message(http, message.clone())).await;
+    }
+
+    async fn open_task(&self, slot: Option<AnswerSlot>, title: &str) {
+        let text = match threads::open_for_task(&self.http, self.channel, title).await {
+            Ok(thread) => texts::task_opened(title, &format!("<#{thread}>")),
+            Err(threads::NotOpened(why)) => why,
+        };
+        match slot {
+            Some(slot) => self.answer(slot, &text).await,
+            None => self.notice(&text).await,
+        }
     }
 
     /// The answer to a slash command edits its deferred response; once that has expired

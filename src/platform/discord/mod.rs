@@ -13,6 +13,7 @@ mod order;
 mod read_back;
 mod rest;
 mod state;
+mod threads;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,7 +21,8 @@ use std::sync::{Arc, Mutex};
 use serenity::all::{
     ChannelId, ChannelType, ClientBuilder, CommandInteraction, CommandOptionType,
     ComponentInteraction, Context, CreateCommand, CreateCommandOption, CreateInteractionResponse,
-    CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildId, Interaction, Message,
+    CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildChannel, GuildId, Interaction,
+    Message,
     Ready,
 };
 use serenity::async_trait;
@@ -45,7 +47,7 @@ use crate::router::Router;
 use addressing::BotRoles;
 use chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use order::InOrder;
-use state::{PendingCommands, ThreadParents};
+use state::{PendingCommands, Place, Places};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {
@@ -69,7 +71,7 @@ struct Intake {
     /// Set when the intake stops: later events are ignored.
     stopped: AtomicBool,
     commands: Arc<PendingCommands>,
-    parents: ThreadParents,
+    places: Places,
     bot_roles: BotRoles,
     /// The durable inbox, where accepted messages wait until their chat handled them.
     inbox: Inbox,
@@ -120,7 +122,7 @@ pub async fn start(
         bot_id: AtomicU64::new(first.as_ref().map_or(0, |me| me.id)),
         stopped: AtomicBool::new(false),
         commands: commands.clone(),
-        parents: ThreadParents::default(),
+        places: Places::default(),
         bot_roles: BotRoles::default(),
         inbox,
         replayed: AtomicBool::new(false),
@@ -169,7 +171,9 @@ async fn serve_gateway(
     intake: Arc<Intake>,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let intents = GatewayIntents::GUILD_MESSAGES
+    // GUILDS brings THREAD_UPDATE: an archived task's thread is unloaded.
+    let intents = GatewayIntents::GUILDS
+        | GatewayIntents::GUILD_MESSAGES
         | GatewayIntents::DIRECT_MESSAGES
         | GatewayIntents::MESSAGE_CONTENT;
     let client =
@@ -254,6 +258,16 @@ impl EventHandler for Handler {
         self.0.on_message(message, None).await;
     }
 
+    /// An archived thread's conversation is unloaded (its Codex thread id stays kept: a
+    /// message there later resumes it).
+    async fn thread_update(&self, _ctx: Context, _old: Option<GuildChannel>, new: GuildChannel) {
+        let archived = new.thread_metadata.is_some_and(|meta| meta.archived);
+        if archived && !self.0.stopped.load(Ordering::SeqCst) {
+            let router = self.0.router.clone();
+            tokio::spawn(async move { router.unload(&chat_key(new.id)).await });
+        }
+    }
+
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
         if self.0.stopped.load(Ordering::SeqCst) {
             return;
@@ -323,7 +337,7 @@ impl Intake {
         let addressed = inbound::mentions(&message.content, bot)
             || role.is_some()
             || addressing::replies_to_bot(&message, bot);
-        if !dm && !addressed && !self.is_listed(message.channel_id).await {
+        if !dm && !addressed && self.serves(message.channel_id).await != Some(true) {
             return false;
         }
         let user_id = message.author.id.get();
@@ -354,7 +368,7 @@ impl Intake {
                 Acceptance::Duplicate => return false,
             },
         };
-        let chat = chat_key(message.channel_id);
+        let chat = chat_key(self.conversation_of(&message, &text).await);
         let author = self.author(&message.author, dm);
         let sent = Sent {
             text,
@@ -402,41 +416,90 @@ impl Intake {
         self.in_order.dispatch(snowflake, inbound);
     }
 
-    /// A listed channel, or a thread whose parent is listed.
-    async fn is_listed(&self, channel: ChannelId) -> bool {
+    /// Whether the bot answers every message in a guild channel: a listed channel, a
+    /// thread of one, or a task's thread the bot opened. `None` if it could not be told.
+    async fn serves(&self, channel: ChannelId) -> Option<bool> {
         let listed = |c: ChannelId| self.config.channels.contains(&c.get());
         if listed(channel) {
-            return true;
+            return Some(true);
         }
-        let known = self.parents.get(channel);
-        let parent = match known {
-            Some(parent) => parent,
-            None => {
-                // A lookup that fails for a moment must not drop the message it is for.
-                let lookup = delivery::call(|| self.rest.get_channel(channel)).await;
-                let parent = match lookup {
-                    Ok(serenity::all::Channel::Guild(c))
-                        if matches!(
-                            c.kind,
-                            ChannelType::PublicThread | ChannelType::PrivateThread
-                        ) =>
-                    {
-                        c.parent_id
-                    }
-                    Ok(_) => None,
-                    Err(_) => {
-                        error!(
-                            channel = channel.get(),
-                            "discord: could not look up a channel; a message there is not taken"
-                        );
-                        return false;
-                    }
-                };
-                self.parents.learn(channel, parent);
-                parent
+        Some(match self.place(channel).await? {
+            Place::Channel => false,
+            Place::Thread { by_bot: true, .. } => true,
+            Place::Thread { parent, .. } => parent.is_some_and(listed),
+        })
+    }
+
+    /// What a guild channel is, looked up once; `None` if the lookup failed.
+    async fn place(&self, channel: ChannelId) -> Option<Place> {
+        if let Some(place) = self.places.get(channel) {
+            return Some(place);
+        }
+        // A lookup that fails for a moment must not drop the message it is for.
+        let lookup = delivery::call(|| self.rest.get_channel(channel)).await;
+        let place = match lookup {
+            Ok(serenity::all::Channel::Guild(c))
+                if matches!(
+                    c.kind,
+                    ChannelType::PublicThread | ChannelType::PrivateThread
+                ) =>
+            {
+                let by_bot = c.owner_id.is_some_and(|owner| owner.get() == self.bot_id());
+                Place::Thread {
+                    parent: c.parent_id,
+                    by_bot,
+                }
+            }
+            Ok(_) => Place::Channel,
+            Err(_) => {
+                error!(
+                    channel = channel.get(),
+                    "discord: could not look up a channel; a message there is not taken"
+                );
+                return None;
             }
         };
-        parent.is_some_and(listed)
+        self.places.learn(channel, place);
+        Some(place)
+    }
+
+    /// The conversation a guild message goes to: with `auto_thread`, a message to the
+    /// bot in a channel (not a thread) opens a task's thread from it, named from its
+    /// first words. Where no thread could be opened, the channel's conversation.
+    async fn conversation_of(&self, message: &Message, text: &str) -> ChannelId {
+        let channel = message.channel_id;
+        if !self.config.auto_thread || message.guild_id.is_none() {
+            return channel;
+        }
+        if self.place(channel).await != Some(Place::Channel) {
+            return channel;
+        }
+        let title = threads::title_of(text);
+        match threads::open_from_message(&self.rest, channel, message.id, &title).await {
+            Ok(thread) => {
+                let place = Place::Thread {
+                    parent: Some(channel),
+                    by_bot: true,
+                };
+                self.places.learn(thread.id, place);
+                thread.id
+            }
+            Err(_) => {
+                // A message handed on again after a restart has its thread already: a
+                // thread opened from a message has the message's id.
+                let opened = ChannelId::new(message.id.get());
+                match self.place(opened).await {
+                    Some(Place::Thread { .. }) => opened,
+                    _ => {
+                        warn!(
+                            channel = channel.get(),
+                            "discord: could not open a thread for a task; answering in the channel"
+                        );
+                        channel
+                    }
+                }
+            }
+        }
     }
 
     async fn on_command(&self, command: CommandInteraction) {

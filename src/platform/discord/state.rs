@@ -1,5 +1,5 @@
 //! What the Discord adapter remembers between events: slash commands waiting for their
-//! answer, and which channels are threads of which.
+//! answer, and which channels are threads of which (and whose).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -52,23 +52,34 @@ impl PendingCommands {
     }
 }
 
-/// Thread -> parent channel, learned once per thread.
-#[derive(Default)]
-pub(super) struct ThreadParents(Mutex<HashMap<ChannelId, Option<ChannelId>>>);
+/// What a guild channel is, as far as serving it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    Channel,
+    Thread {
+        parent: Option<ChannelId>,
+        /// Opened by the bot: a task's thread (`/task`, `auto_thread`).
+        by_bot: bool,
+    },
+}
 
-/// Channels remembered in `ThreadParents`; past that it starts again (lookups are cheap).
+/// Each channel's place, learned once per channel.
+#[derive(Default)]
+pub(super) struct Places(Mutex<HashMap<ChannelId, Place>>);
+
+/// Channels remembered in `Places`; past that it starts again (lookups are cheap).
 const REMEMBERED_CHANNELS: usize = 10_000;
 
-impl ThreadParents {
-    pub(super) fn get(&self, channel: ChannelId) -> Option<Option<ChannelId>> {
+impl Places {
+    pub(super) fn get(&self, channel: ChannelId) -> Option<Place> {
         self.0.lock().expect("lock").get(&channel).copied()
     }
 
-    pub(super) fn learn(&self, channel: ChannelId, parent: Option<ChannelId>) {
-        let mut parents = self.0.lock().expect("lock");
-        if parents.len() >= REMEMBERED_CHANNELS {
-            parents.clear();
+    pub(super) fn learn(&self, channel: ChannelId, place: Place) {
+        let mut places = self.0.lock().expect("lock");
+        if places.len() >= REMEMBERED_CHANNELS {
+            places.clear();
         }
-        parents.insert(channel, parent);
+        places.insert(channel, place);
     }
 }

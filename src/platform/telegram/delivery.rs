@@ -16,11 +16,13 @@ use teloxide::types::{
 
 use super::api::{self, BotApi, CallError};
 use super::drafts::{self, SendMessageDraft};
+use super::topics;
 use super::{Shared, Target};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Unsent};
+use crate::platform::texts;
 use crate::render;
 use chat::{AnswerSlot, ApprovalPrompt, Decision, Notify};
 
@@ -179,6 +181,22 @@ impl Sink for TelegramChat {
 
     /// The request in a `<pre>` block when it fits one message with room for the verdict;
     /// otherwise attached whole as a text file, the buttons under it.
+    async fn open_task(&self, _slot: Option<AnswerSlot>, title: &str) {
+        let answer = match topics::open(&self.shared.api, self.target, title).await {
+            Ok(topic) => {
+                let greeting = message(topic, texts::task_greeting(title));
+                let _ = send_message(&self.shared.api, &greeting).await;
+                texts::task_opened(title, "a topic")
+            }
+            Err(Unsent::Refused) => {
+                let private = self.target.chat_id.0 > 0;
+                texts::telegram_no_topics(private).to_owned()
+            }
+            Err(Unsent::Unreachable) => texts::task_unreachable("Telegram"),
+        };
+        self.notice(&answer).await
+    }
+
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
         let keyboard = keyboard(prompt);
         if let Some(html) = prompt_html(card) {

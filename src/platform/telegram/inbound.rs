@@ -16,11 +16,12 @@ pub struct Origin {
     pub user_id: u64,
 }
 
-/// The conversation a message belongs to: a DM, a group, a forum topic, or (per-user
-/// groups) one member within a group or topic.
+/// The conversation a message belongs to: a DM, a topic of a DM (Bot API 9.3), a group,
+/// a forum topic, or (per-user groups) one member within a group or topic.
 pub fn chat_key(origin: Origin, mode: GroupThreads) -> ChatKey {
     let mut key = ChatKey::new(Platform::Telegram, origin.chat_id.to_string());
     if origin.private {
+        key.topic = origin.topic.map(|topic| topic.to_string());
         return key;
     }
     let user = (mode == GroupThreads::PerUser).then(|| format!("u{}", origin.user_id));
@@ -98,6 +99,11 @@ mod tests {
             "telegram:1001"
         );
         assert_eq!(
+            chat_key(origin(1001, Some(3)), per_user).to_string(),
+            "telegram:1001/3",
+            "each topic of a DM is a conversation of its own"
+        );
+        assert_eq!(
             chat_key(origin(-100, None), per_chat).to_string(),
             "telegram:-100"
         );
@@ -118,7 +124,7 @@ mod tests {
     #[test]
     fn answers_go_back_where_the_key_came_from() {
         for mode in [GroupThreads::PerChat, GroupThreads::PerUser] {
-            for (chat_id, topic) in [(1001, None), (-100, None), (-100, Some(7))] {
+            for (chat_id, topic) in [(1001, None), (1001, Some(3)), (-100, None), (-100, Some(7))] {
                 let key = chat_key(origin(chat_id, topic), mode);
                 assert_eq!(address(&key), Some((chat_id, topic)), "{key}");
             }

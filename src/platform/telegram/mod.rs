@@ -11,6 +11,7 @@ mod delivery;
 mod drafts;
 mod inbound;
 mod inbox;
+mod topics;
 mod updates;
 
 use std::sync::Arc;

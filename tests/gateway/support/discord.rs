@@ -54,7 +54,10 @@ struct Inner {
     messages: Mutex<BTreeMap<u64, (u64, String)>>,
     /// Files sent with the bot's messages: id -> [(file name, content)].
     attachments: Mutex<BTreeMap<u64, Vec<(String, String)>>>,
-    threads: Mutex<HashMap<u64, u64>>,
+    /// Threads: id -> (parent channel, owner, name).
+    threads: Mutex<HashMap<u64, (u64, u64, String)>>,
+    /// Forum channels (type 15): a thread there is a post.
+    forums: Mutex<std::collections::HashSet<u64>>,
     /// Every message people sent, by id, as Discord keeps a channel's history (read back
     /// with `GET /channels/{id}/messages`).
     history: Mutex<BTreeMap<u64, Value>>,
@@ -122,6 +125,56 @@ fn role(id: u64, name: &str, bot: Option<u64>) -> Value {
         "secondary_color": null, "tertiary_color": null}, "hoist": false, "icon": null,
         "unicode_emoji": null, "position": 1, "permissions": "0", "managed": bot.is_some(),
         "mentionable": true, "tags": tags, "flags": 0})
+}
+
+/// Sends a gateway event to the bot's session.
+fn send_event(inner: &Inner, event: &str, data: Value) {
+    let seq = inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
+    let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
+    let connection = inner.connection.lock().unwrap();
+    // With no session (the bot is away), Discord delivers an event to no one.
+    if let Some(connection) = connection.as_ref() {
+        let _ = connection.send(Outgoing::Text(frame));
+    }
+}
+
+/// A thread as Discord describes it (type 11, a public thread).
+fn thread_channel(id: u64, parent: u64, owner: u64, name: &str) -> Value {
+    json!({"id": id.to_string(), "type": 11, "guild_id": GUILD.to_string(), "name": name,
+        "parent_id": parent.to_string(), "owner_id": owner.to_string(),
+        "permission_overwrites": [], "nsfw": false, "last_message_id": null,
+        "rate_limit_per_user": 0, "message_count": 0, "member_count": 1,
+        "thread_metadata": {"archived": false, "auto_archive_duration": 1440,
+            "archive_timestamp": timestamp(), "locked": false}})
+}
+
+/// Opens a thread of the bot's in `parent` (from message `id`, which is then its id, or
+/// a new id), as Discord answers it with 201 and tells the gateway (THREAD_CREATE).
+fn open_thread(inner: &Inner, parent: &str, from: Option<&str>, body: &Value) -> Response {
+    let parent: u64 = parent.parse().unwrap_or(0);
+    let id = match from {
+        Some(message) => message.parse().unwrap_or(0),
+        None => inner.next_id.fetch_add(1, Ordering::SeqCst),
+    };
+    let name = body["name"].as_str().unwrap_or_default().to_owned();
+    let mut threads = inner.threads.lock().unwrap();
+    if threads.contains_key(&id) {
+        let body = json!({"message": "A thread has already been created for this message", "code": 160004});
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }
+    threads.insert(id, (parent, BOT_ID, name.clone()));
+    drop(threads);
+    if let Some(content) = body["message"]["content"].as_str() {
+        // A forum post starts with its message.
+        let first = inner.next_id.fetch_add(1, Ordering::SeqCst);
+        let kept = (id, content.to_owned());
+        inner.messages.lock().unwrap().insert(first, kept);
+    }
+    let thread = thread_channel(id, parent, BOT_ID, &name);
+    let mut created = thread.clone();
+    created["newly_created"] = json!(true);
+    send_event(inner, "THREAD_CREATE", created);
+    (StatusCode::CREATED, axum::Json(thread)).into_response()
 }
 
 pub fn message(id: u64, channel: u64, author: u64, content: &str, guild: bool) -> Value {
@@ -221,13 +274,7 @@ impl FakeDiscord {
                 .unwrap()
                 .insert(token.to_owned(), created);
         }
-        let seq = self.inner.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        let frame = json!({"op": 0, "t": event, "s": seq, "d": data}).to_string();
-        let connection = self.inner.connection.lock().unwrap();
-        // With no session (the bot is away), Discord delivers an event to no one.
-        if let Some(connection) = connection.as_ref() {
-            let _ = connection.send(Outgoing::Text(frame));
-        }
+        send_event(&self.inner, event, data);
     }
 
     /// The buttons under the bot's message `id` now: (label, custom id) each.
@@ -358,8 +405,36 @@ impl FakeDiscord {
     }
 
     /// Makes `thread` a thread of `parent`.
+    /// A thread a person opened in `parent`.
     pub fn add_thread(&self, thread: u64, parent: u64) {
-        self.inner.threads.lock().unwrap().insert(thread, parent);
+        let opened = (parent, 1, "a thread".to_owned());
+        self.inner.threads.lock().unwrap().insert(thread, opened);
+    }
+
+    /// Makes `channel` a forum channel (type 15).
+    pub fn add_forum(&self, channel: u64) {
+        self.inner.forums.lock().unwrap().insert(channel);
+    }
+
+    /// The threads the bot opened: (thread, parent, name) each, oldest first.
+    pub fn threads_opened(&self) -> Vec<(u64, u64, String)> {
+        let threads = self.inner.threads.lock().unwrap();
+        let mut opened: Vec<_> = threads
+            .iter()
+            .filter(|(_, (_, owner, _))| *owner == BOT_ID)
+            .map(|(id, (parent, _, name))| (*id, *parent, name.clone()))
+            .collect();
+        opened.sort();
+        opened
+    }
+
+    /// Archives `thread`, as Discord does after its inactivity period (THREAD_UPDATE).
+    pub fn archive(&self, thread: u64) {
+        let known = self.inner.threads.lock().unwrap().get(&thread).cloned();
+        let (parent, owner, name) = known.expect("a thread the fake knows");
+        let mut data = thread_channel(thread, parent, owner, &name);
+        data["thread_metadata"]["archived"] = json!(true);
+        self.dispatch("THREAD_UPDATE", data);
     }
 
     /// A slash command from `author` in `channel`.
@@ -630,15 +705,18 @@ async fn handle(
         }
         ("GET", ["channels", channel]) => {
             let id: u64 = channel.parse().unwrap_or(0);
-            let parent = inner.threads.lock().unwrap().get(&id).copied();
-            let mut data = json!({"id": channel, "type": if parent.is_some() { 11 } else { 0 },
-                "guild_id": GUILD.to_string(), "name": "chan", "position": 0, "permission_overwrites": [], "nsfw": false});
-            if let Some(parent) = parent {
-                data["parent_id"] = json!(parent.to_string());
-                data["thread_metadata"] = json!({"archived": false, "auto_archive_duration": 60, "archive_timestamp": timestamp(), "locked": false});
+            let thread = inner.threads.lock().unwrap().get(&id).cloned();
+            if let Some((parent, owner, name)) = thread {
+                return json(thread_channel(id, parent, owner, &name));
             }
-            json(data)
+            let kind = if inner.forums.lock().unwrap().contains(&id) { 15 } else { 0 };
+            json(json!({"id": channel, "type": kind, "guild_id": GUILD.to_string(),
+                "name": "chan", "position": 0, "permission_overwrites": [], "nsfw": false}))
         }
+        ("POST", ["channels", channel, "messages", message, "threads"]) => {
+            open_thread(&inner, channel, Some(message), &body)
+        }
+        ("POST", ["channels", channel, "threads"]) => open_thread(&inner, channel, None, &body),
         ("POST", ["channels", channel, "messages"]) => {
             let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
             let channel: u64 = channel.parse().unwrap_or(0);

@@ -53,6 +53,8 @@ const GROUP_SENDS_PER_MINUTE: usize = 20;
 
 #[derive(Default)]
 struct Inner {
+    /// The bot's Threaded Mode (@BotFather): topics in private chats. Off by default.
+    threaded_mode: AtomicBool,
     /// Set to answer `sendMessageDraft` as a Bot API server older than 9.5 does.
     drafts_unknown: AtomicBool,
     /// The bot's messages sent without a notification (`disable_notification`).
@@ -214,6 +216,12 @@ impl FakeTelegram {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Turns the bot's Threaded Mode on, as its owner does in @BotFather: from then on
+    /// topics can be opened in private chats.
+    pub fn turn_on_threaded_mode(&self) {
+        self.inner.threaded_mode.store(true, Ordering::SeqCst);
     }
 
     /// Answers `sendMessageDraft` from now on as a Bot API server older than 9.5: 404.
@@ -711,6 +719,11 @@ async fn handle(
             }
             inner.store(id, &body)
         }
+        "createforumtopic" => {
+            // A topic's id is the id of the service message that opened it.
+            let id = inner.next_message.fetch_add(1, Ordering::SeqCst);
+            json!({"message_thread_id": id, "name": body["name"], "icon_color": 7322096})
+        }
         "editmessagetext" | "editmessagecaption" => {
             let id = body["message_id"].as_i64().unwrap_or_default();
             let mut message = inner.store(id, &body);
@@ -770,6 +783,16 @@ fn refusal(inner: &Inner, method: &str, body: &Value) -> Option<Fault> {
     let bad = |description: String| Some(Fault::refusal(400, &description));
     if method == "sendmessagedraft" {
         return draft_refusal(inner, body);
+    }
+    if method == "createforumtopic" {
+        let private = body["chat_id"].as_i64().is_some_and(|chat| chat > 0);
+        let name = body["name"].as_str().unwrap_or_default().chars().count();
+        if private && !inner.threaded_mode.load(Ordering::SeqCst) {
+            return bad("Bad Request: the chat is not a forum".into());
+        }
+        if !(1..=128).contains(&name) {
+            return bad("Bad Request: TOPIC_TITLE_EMPTY".into());
+        }
     }
     let sends = matches!(
         method,

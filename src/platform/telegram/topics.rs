@@ -1,0 +1,35 @@
+//! Opening a task's topic (`createForumTopic`): in a private chat with the bot's Threaded
+//! Mode on (Bot API 9.4) or in a forum group where the bot may manage topics.
+
+use serde::{Deserialize, Serialize};
+use teloxide::types::{MessageId, ThreadId};
+
+use super::Target;
+use super::api::{self, BotApi};
+use crate::platform::retry::{self, Unsent};
+
+#[derive(Serialize)]
+struct CreateForumTopic<'a> {
+    chat_id: i64,
+    name: &'a str,
+}
+
+/// The part of the `ForumTopic` answer that is needed.
+#[derive(Deserialize)]
+struct ForumTopic {
+    message_thread_id: i32,
+}
+
+/// Opens a topic named `title` in the target's chat; its place, for sending there.
+pub(super) async fn open(api: &BotApi, chat: Target, title: &str) -> Result<Target, Unsent> {
+    let request = CreateForumTopic {
+        chat_id: chat.chat_id.0,
+        name: title,
+    };
+    let call = || api.method::<ForumTopic>("createForumTopic", &request);
+    let topic = retry::call("telegram", call, api::classify).await?;
+    Ok(Target {
+        chat_id: chat.chat_id,
+        topic: Some(ThreadId(MessageId(topic.message_thread_id))),
+    })
+}
