@@ -272,6 +272,10 @@ commands! {
     name::Name,
     attach::Attach,
     task::Task,
+    worktree::Worktree,
+    worktrees::Worktrees,
+    merge::Merge,
+    discard::Discard,
     answer::Answer,
     every::Every,
     at::At,
@@ -375,6 +379,7 @@ mod tests {
             "status",
             "last",
             "attach",
+            "task",
             "answer",
             "every",
             "at",
@@ -385,7 +390,8 @@ mod tests {
         assert_eq!(names(|s| s.during_turn), during_turn);
         assert_eq!(names(|s| s.starts_turn), ["review", "continue"]);
         let buttons = [
-            "stop", "model", "effort", "get", "notify", "last", "continue", "mode", "answer",
+            "stop", "model", "effort", "get", "notify", "last", "continue", "mode", "discard",
+            "answer",
         ];
         assert_eq!(names(|s| s.buttons), buttons);
     }

@@ -27,6 +27,7 @@ mod login;
 mod placement;
 mod row;
 mod threads;
+mod worktrees;
 
 pub use attach::AttachPoint;
 pub use attachments::{ATTACHMENTS_FOLDER, AttachmentRefusal, Prompt};
@@ -39,6 +40,7 @@ pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};
 pub use placement::ServerPlace;
 pub use row::ChatRow;
 pub use threads::{ThreadMatch, Undo};
+pub use worktrees::{Merge, WorktreeRefusal, WorktreeState};
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
 const SEED_ENTRIES: i64 = 20;

@@ -35,3 +35,4 @@ mod tidy;
 mod usage_limit;
 mod worker_handover;
 mod workers;
+mod worktrees;

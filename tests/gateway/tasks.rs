@@ -73,7 +73,12 @@ async fn auto_thread_makes_each_request_a_task_of_its_own() {
     let port = free_port();
     config.server.listen = format!("127.0.0.1:{port}");
     let gateway = start(&dc, &config).await;
-    dc.channel_message(CHANNEL, ALICE, &[], &mention("remember alphaword\nand more"));
+    dc.channel_message(
+        CHANNEL,
+        ALICE,
+        &[],
+        &mention("remember alphaword\nand more"),
+    );
     let first = opened_thread(&dc, "remember alphaword and more").await;
     dc.wait_for_content(first, |t| t == "Echo: remember alphaword\nand more")
         .await;
@@ -87,7 +92,11 @@ async fn auto_thread_makes_each_request_a_task_of_its_own() {
     dc.channel_message(second, ALICE, &[], "and which word there?");
     dc.wait_for_content(second, |t| t == "Echo: and which word there?")
         .await;
-    assert!(dc.contents(CHANNEL).is_empty(), "{:?}", dc.contents(CHANNEL));
+    assert!(
+        dc.contents(CHANNEL).is_empty(),
+        "{:?}",
+        dc.contents(CHANNEL)
+    );
     assert_eq!(dc.threads_opened().len(), 2);
     let seen = |text: &str| env.model.request_for(text).text();
     assert!(seen("which word here?").contains("alphaword"));
@@ -98,7 +107,10 @@ async fn auto_thread_makes_each_request_a_task_of_its_own() {
     dc.archive(first);
     let deadline = std::time::Instant::now() + crate::support::ANSWER_TIMEOUT;
     while active_chats(port).await != 1 {
-        assert!(std::time::Instant::now() < deadline, "the archived task stays loaded");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the archived task stays loaded"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     dc.channel_message(first, ALICE, &[], "still there?");
@@ -145,7 +157,9 @@ async fn task_opens_a_thread_and_a_channel_stays_one_conversation() {
         .await;
     let answered = dc
         .wait_for_call("PATCH", "@original", |b| {
-            b["content"].as_str().is_some_and(|t| t.starts_with("Opened"))
+            b["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Opened"))
         })
         .await;
     assert_eq!(
@@ -220,7 +234,8 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
     );
 
     tg.dm(alice, "/task fix the login page");
-    tg.wait_for_text(alice, |t| t.contains("Threaded Mode")).await;
+    tg.wait_for_text(alice, |t| t.contains("Threaded Mode"))
+        .await;
     tg.turn_on_threaded_mode();
     tg.dm(alice, "/task fix the login page");
     tg.wait_for_text(alice, |t| {
@@ -236,7 +251,11 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
     let greetings: Vec<Value> = tg
         .calls("sendMessage")
         .iter()
-        .filter(|c| c.body["text"].as_str().is_some_and(|t| t.starts_with("Task:")))
+        .filter(|c| {
+            c.body["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Task:"))
+        })
         .map(|c| c.body["message_thread_id"].clone())
         .collect();
     assert_eq!(greetings.len(), 1, "{greetings:?}");

@@ -35,12 +35,18 @@ pub enum PathKind {
     Other,
 }
 
-#[derive(Deserialize)]
+/// What a command run on the app-server's machine printed, and how it exited.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Exec {
-    exit_code: i32,
-    stdout: String,
+pub struct Exec {
+    pub exit_code: i32,
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
 }
+
+/// Longest a script of the gateway's own may run (git on a large repository).
+const SCRIPT_TIME: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Prints the real path, then `kind|bytes`; the path is an argument, never shell text.
 const RESOLVE_SCRIPT: &str = r#"realpath -e -- "$1" && stat -L -c '%F|%s' -- "$1""#;
@@ -84,6 +90,23 @@ impl AppServer {
                 method: method.to_owned(),
                 message: format!("unexpected realpath output {:?}", exec.stdout),
             })
+    }
+
+    /// Runs the gateway's own `script` with `sh -c` on the app-server's machine, as Codex's
+    /// user and outside Codex's sandbox (it is the gateway's, never the model's), with
+    /// `args` as `$1`.. (never shell text).
+    pub async fn run_script(&self, script: &str, args: &[&str]) -> Result<Exec, CodexError> {
+        let command: Vec<&str> = ["sh", "-c", script, "sh"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        let params = json!({
+            "command": command,
+            "timeoutMs": SCRIPT_TIME.as_millis() as u64,
+            "sandboxPolicy": {"type": "dangerFullAccess"},
+        });
+        self.request_within("command/exec", params, SCRIPT_TIME + QUICK)
+            .await
     }
 
     /// Whether anything exists at `path` (absolute). Codex answers a missing path with an

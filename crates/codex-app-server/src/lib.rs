@@ -28,7 +28,7 @@ pub use catalog::{
     ModelConfig, ModelInfo, Permissions, RateLimitWindow, RateLimits, SandboxPolicy, TurnOverrides,
 };
 pub use error::CodexError;
-pub use files::{PathKind, RealPath};
+pub use files::{Exec, PathKind, RealPath};
 pub use listen::end_leftovers;
 pub use login::{DeviceLogin, LoginOutcome, PendingLogin};
 pub use orphans::{TERM_GRACE, adopt_orphans, end_orphans};

@@ -22,9 +22,11 @@ mod records;
 mod stored;
 mod transcript;
 mod turns;
+mod worktrees;
 
 pub use inbox::{Accepted, Unfinished};
 pub use records::{ChatRecord, RetireReason, Role, TurnRecord, Usage};
+pub use worktrees::WorktreeRow;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

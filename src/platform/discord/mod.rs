@@ -19,11 +19,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serenity::all::{
-    ChannelId, ChannelType, ClientBuilder, CommandInteraction, CommandOptionType,
-    ComponentInteraction, Context, CreateCommand, CreateCommandOption, CreateInteractionResponse,
-    CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildChannel, GuildId, Interaction,
-    Message,
-    Ready,
+    ChannelId, ClientBuilder, CommandInteraction, CommandOptionType, ComponentInteraction, Context,
+    CreateCommand, CreateCommandOption, CreateInteractionResponse,
+    CreateInteractionResponseMessage, EventHandler, GatewayIntents, GuildChannel, GuildId,
+    Interaction, Message, Ready,
 };
 use serenity::async_trait;
 use serenity::http::Http;
@@ -47,7 +46,7 @@ use crate::router::Router;
 use addressing::BotRoles;
 use chat::{AnswerSlot, Attachment, ChatKey, Inbound, Outbox, Platform, Ticket};
 use order::InOrder;
-use state::{PendingCommands, Place, Places};
+use state::{PendingCommands, Places};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscordError {
@@ -414,92 +413,6 @@ impl Intake {
             ticket: sent.ticket,
         };
         self.in_order.dispatch(snowflake, inbound);
-    }
-
-    /// Whether the bot answers every message in a guild channel: a listed channel, a
-    /// thread of one, or a task's thread the bot opened. `None` if it could not be told.
-    async fn serves(&self, channel: ChannelId) -> Option<bool> {
-        let listed = |c: ChannelId| self.config.channels.contains(&c.get());
-        if listed(channel) {
-            return Some(true);
-        }
-        Some(match self.place(channel).await? {
-            Place::Channel => false,
-            Place::Thread { by_bot: true, .. } => true,
-            Place::Thread { parent, .. } => parent.is_some_and(listed),
-        })
-    }
-
-    /// What a guild channel is, looked up once; `None` if the lookup failed.
-    async fn place(&self, channel: ChannelId) -> Option<Place> {
-        if let Some(place) = self.places.get(channel) {
-            return Some(place);
-        }
-        // A lookup that fails for a moment must not drop the message it is for.
-        let lookup = delivery::call(|| self.rest.get_channel(channel)).await;
-        let place = match lookup {
-            Ok(serenity::all::Channel::Guild(c))
-                if matches!(
-                    c.kind,
-                    ChannelType::PublicThread | ChannelType::PrivateThread
-                ) =>
-            {
-                let by_bot = c.owner_id.is_some_and(|owner| owner.get() == self.bot_id());
-                Place::Thread {
-                    parent: c.parent_id,
-                    by_bot,
-                }
-            }
-            Ok(_) => Place::Channel,
-            Err(_) => {
-                error!(
-                    channel = channel.get(),
-                    "discord: could not look up a channel; a message there is not taken"
-                );
-                return None;
-            }
-        };
-        self.places.learn(channel, place);
-        Some(place)
-    }
-
-    /// The conversation a guild message goes to: with `auto_thread`, a message to the
-    /// bot in a channel (not a thread) opens a task's thread from it, named from its
-    /// first words. Where no thread could be opened, the channel's conversation.
-    async fn conversation_of(&self, message: &Message, text: &str) -> ChannelId {
-        let channel = message.channel_id;
-        if !self.config.auto_thread || message.guild_id.is_none() {
-            return channel;
-        }
-        if self.place(channel).await != Some(Place::Channel) {
-            return channel;
-        }
-        let title = threads::title_of(text);
-        match threads::open_from_message(&self.rest, channel, message.id, &title).await {
-            Ok(thread) => {
-                let place = Place::Thread {
-                    parent: Some(channel),
-                    by_bot: true,
-                };
-                self.places.learn(thread.id, place);
-                thread.id
-            }
-            Err(_) => {
-                // A message handed on again after a restart has its thread already: a
-                // thread opened from a message has the message's id.
-                let opened = ChannelId::new(message.id.get());
-                match self.place(opened).await {
-                    Some(Place::Thread { .. }) => opened,
-                    _ => {
-                        warn!(
-                            channel = channel.get(),
-                            "discord: could not open a thread for a task; answering in the channel"
-                        );
-                        channel
-                    }
-                }
-            }
-        }
     }
 
     async fn on_command(&self, command: CommandInteraction) {

@@ -4,10 +4,14 @@
 
 use serenity::all::{
     AutoArchiveDuration, Channel, ChannelId, ChannelType, CreateForumPost, CreateMessage,
-    CreateThread, GuildChannel, Http, MessageId,
+    CreateThread, GuildChannel, Http, Message, MessageId,
 };
 
-use super::delivery::{call, no_pings};
+use tracing::{error, warn};
+
+use super::Intake;
+use super::delivery::{self, call, no_pings};
+use super::state::Place;
 use crate::platform::retry::Unsent;
 use crate::platform::texts;
 
@@ -31,15 +35,18 @@ pub(super) async fn open_for_task(
         Ok(_) => return Err(NotOpened(texts::DISCORD_NO_THREADS_IN_DMS.into())),
         Err(unsent) => return Err(refused(unsent)),
     };
-    let greeting = || CreateMessage::new()
-        .content(texts::task_greeting(title))
-        .allowed_mentions(no_pings());
+    let greeting = || {
+        CreateMessage::new()
+            .content(texts::task_greeting(title))
+            .allowed_mentions(no_pings())
+    };
     let thread = match place.kind {
         ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread => {
             return Err(NotOpened(texts::DISCORD_THREAD_ALREADY.into()));
         }
         ChannelType::Forum => {
-            let post = || CreateForumPost::new(title, greeting()).auto_archive_duration(ARCHIVE_AFTER);
+            let post =
+                || CreateForumPost::new(title, greeting()).auto_archive_duration(ARCHIVE_AFTER);
             call(|| channel.create_forum_post(http, post())).await
         }
         _ => {
@@ -88,6 +95,94 @@ fn refused(unsent: Unsent) -> NotOpened {
         Unsent::Refused => texts::DISCORD_THREAD_REFUSED.into(),
         Unsent::Unreachable => texts::task_unreachable("Discord"),
     })
+}
+
+impl Intake {
+    /// Whether the bot answers every message in a guild channel: a listed channel, a
+    /// thread of one, or a task's thread the bot opened. `None` if it could not be told.
+    pub(super) async fn serves(&self, channel: ChannelId) -> Option<bool> {
+        let listed = |c: ChannelId| self.config.channels.contains(&c.get());
+        if listed(channel) {
+            return Some(true);
+        }
+        Some(match self.place(channel).await? {
+            Place::Channel => false,
+            Place::Thread { by_bot: true, .. } => true,
+            Place::Thread { parent, .. } => parent.is_some_and(listed),
+        })
+    }
+
+    /// What a guild channel is, looked up once; `None` if the lookup failed.
+    async fn place(&self, channel: ChannelId) -> Option<Place> {
+        if let Some(place) = self.places.get(channel) {
+            return Some(place);
+        }
+        // A lookup that fails for a moment must not drop the message it is for.
+        let lookup = delivery::call(|| self.rest.get_channel(channel)).await;
+        let place = match lookup {
+            Ok(serenity::all::Channel::Guild(c))
+                if matches!(
+                    c.kind,
+                    ChannelType::PublicThread | ChannelType::PrivateThread
+                ) =>
+            {
+                let by_bot = c.owner_id.is_some_and(|owner| owner.get() == self.bot_id());
+                Place::Thread {
+                    parent: c.parent_id,
+                    by_bot,
+                }
+            }
+            Ok(_) => Place::Channel,
+            Err(_) => {
+                error!(
+                    channel = channel.get(),
+                    "discord: could not look up a channel; a message there is not taken"
+                );
+                return None;
+            }
+        };
+        self.places.learn(channel, place);
+        Some(place)
+    }
+
+    /// The conversation a guild message goes to: with `auto_thread`, a message to the
+    /// bot in a channel (not a thread) opens a task's thread from it, named from its
+    /// first words. Where no thread could be opened, the channel's conversation.
+    pub(super) async fn conversation_of(&self, message: &Message, text: &str) -> ChannelId {
+        let channel = message.channel_id;
+        if !self.config.auto_thread || message.guild_id.is_none() {
+            return channel;
+        }
+        if self.place(channel).await != Some(Place::Channel) {
+            return channel;
+        }
+        let title = title_of(text);
+        match open_from_message(&self.rest, channel, message.id, &title).await {
+            Ok(thread) => {
+                let place = Place::Thread {
+                    parent: Some(channel),
+                    by_bot: true,
+                };
+                self.places.learn(thread.id, place);
+                thread.id
+            }
+            Err(_) => {
+                // A message handed on again after a restart has its thread already: a
+                // thread opened from a message has the message's id.
+                let opened = ChannelId::new(message.id.get());
+                match self.place(opened).await {
+                    Some(Place::Thread { .. }) => opened,
+                    _ => {
+                        warn!(
+                            channel = channel.get(),
+                            "discord: could not open a thread for a task; answering in the channel"
+                        );
+                        channel
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

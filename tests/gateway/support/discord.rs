@@ -709,9 +709,15 @@ async fn handle(
             if let Some((parent, owner, name)) = thread {
                 return json(thread_channel(id, parent, owner, &name));
             }
-            let kind = if inner.forums.lock().unwrap().contains(&id) { 15 } else { 0 };
-            json(json!({"id": channel, "type": kind, "guild_id": GUILD.to_string(),
-                "name": "chan", "position": 0, "permission_overwrites": [], "nsfw": false}))
+            let kind = if inner.forums.lock().unwrap().contains(&id) {
+                15
+            } else {
+                0
+            };
+            json(
+                json!({"id": channel, "type": kind, "guild_id": GUILD.to_string(),
+                "name": "chan", "position": 0, "permission_overwrites": [], "nsfw": false}),
+            )
         }
         ("POST", ["channels", channel, "messages", message, "threads"]) => {
             open_thread(&inner, channel, Some(message), &body)

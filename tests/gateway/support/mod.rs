@@ -31,7 +31,8 @@ pub const COMMAND_MENU: &[&str] = &[
     "new", "stop", "status", "compact", "model", "effort", "cwd", "usage", "threads",
     "resume", "review", "get", "steer", "queue", "verbose", "quiet", "notify", "diff", "last",
     "continue",
-    "mode", "fork", "undo", "name", "attach", "answer", "every", "at", "jobs", "unschedule", "login",
+    "mode", "fork", "undo", "name", "attach", "task", "worktree", "worktrees", "merge", "discard",
+    "answer", "every", "at", "jobs", "unschedule", "login",
     "logout", "help",
 ];
 
