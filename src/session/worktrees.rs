@@ -99,12 +99,16 @@ fn folder_name(branch: &str) -> String {
     branch.replace('/', "-")
 }
 
-/// The last thing git said, on one line.
+/// The last thing git said (on stderr, else stdout), on one line.
 fn git_said(exec: &Exec) -> String {
-    let said = exec.stderr.lines().chain(exec.stdout.lines());
-    said.filter(|line| !line.trim().is_empty())
-        .last()
-        .map_or_else(|| format!("exit status {}", exec.exit_code), str::to_owned)
+    let last = |text: &str| {
+        text.lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .map(str::to_owned)
+    };
+    let said = last(&exec.stderr).or_else(|| last(&exec.stdout));
+    said.unwrap_or_else(|| format!("exit status {}", exec.exit_code))
         .trim_start_matches("fatal: ")
         .to_owned()
 }
