@@ -180,6 +180,9 @@ pub struct CodexConfig {
     pub attach: bool,
     /// Their port when attachable (one process only); 0 takes any free port.
     pub attach_port: u16,
+    /// Every task (a thread or topic the bot opened) works in a git worktree of its own,
+    /// on a branch named after it, made from the chat's folder's repository.
+    pub task_worktrees: bool,
 }
 
 impl Default for CodexConfig {
@@ -210,6 +213,7 @@ impl Default for CodexConfig {
             max_queued_messages: 20,
             attach: true,
             attach_port: 0,
+            task_worktrees: false,
         }
     }
 }

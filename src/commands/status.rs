@@ -45,6 +45,8 @@ struct StatusFacts {
     /// Turns, the context line and the thread's tokens, once the chat has a row.
     usage: Option<(i64, String, Option<i64>)>,
     folder: Option<String>,
+    /// The chat's worktree: its branch and the branch it came from.
+    worktree: Option<(String, String)>,
     model: Option<String>,
     effort: Option<String>,
     follow_up: FollowUp,
@@ -74,6 +76,9 @@ fn status(facts: &StatusFacts) -> String {
     let folder = facts.folder.as_deref();
     let folder = folder.unwrap_or("set when the first thread starts");
     lines.push(format!("Working directory: {folder}"));
+    if let Some((branch, base)) = &facts.worktree {
+        lines.push(format!("Worktree: branch {branch} (from {base}; /merge, /discard)"));
+    }
     let model = facts
         .model
         .as_deref()
@@ -154,6 +159,8 @@ async fn facts(chat: &mut Actor) -> String {
         .map(|window| texts::window_line(&window, now))
         .collect();
     let thread_name = chat.session.live_thread_name().await;
+    let worktree = chat.session.worktree().await.ok().flatten();
+    let worktree = worktree.map(|row| (row.branch, row.base));
     let settings = &chat.ctx.settings;
     let mode = texts::mode_line(
         chat.session.mode(),
@@ -169,6 +176,7 @@ async fn facts(chat: &mut Actor) -> String {
             .as_ref()
             .map(|r| (r.turns, texts::context_line(Some(r)), r.total_tokens)),
         folder,
+        worktree,
         model,
         effort: choices.effort,
         follow_up: chat.session.follow_up(),
@@ -217,6 +225,7 @@ mod tests {
             server: "local (this machine)".into(),
             usage: Some((3, texts::context_use(Some(500), Some(1000)), Some(1200))),
             folder: None,
+            worktree: Some(("fix-a".into(), "main".into())),
             model: Some("m1".into()),
             effort: None,
             follow_up: FollowUp::Queue,
@@ -237,6 +246,7 @@ mod tests {
             "Context: 500 / 1000 tokens (50%)",
             "Tokens used by this thread: 1200",
             "Working directory: set when the first thread starts",
+            "Worktree: branch fix-a (from main; /merge, /discard)",
             "Model: m1",
             "Reasoning effort: the model's default",
             "Messages sent while Codex works: wait for the running turn",
@@ -246,8 +256,10 @@ mod tests {
         }
         let quiet = status(&StatusFacts {
             rate_limits: Vec::new(),
+            worktree: None,
             ..facts
         });
         assert!(!quiet.contains("Rate limits"), "{quiet}");
+        assert!(!quiet.contains("Worktree"), "{quiet}");
     }
 }

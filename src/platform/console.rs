@@ -64,6 +64,7 @@ async fn read_messages(
             admin: true,
             attachments: Vec::new(),
             ticket: None,
+            task: None,
         });
     }
     Ok(())

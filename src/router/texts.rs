@@ -504,6 +504,18 @@ pub fn context_use(used: Option<i64>, window: Option<i64>) -> String {
 
 // Codex's questions.
 
+/// A task's first message made it a worktree of its own (`codex.task_worktrees`).
+pub fn task_worktree(branch: &str, path: &str) -> String {
+    format!(
+        "This task works in a worktree of its own, on branch {branch} at {path}. /merge \
+         merges it into the branch it came from; /discard removes it."
+    )
+}
+
+pub fn task_without_worktree(refusal: &impl std::fmt::Display) -> String {
+    format!("This task works in the chat's folder, without a worktree of its own: {refusal}.")
+}
+
 pub const ANSWER_SENT: &str = "Answer sent to Codex.";
 pub const QUESTION_ANSWERED_ELSEWHERE: &str =
     "Codex's question was answered in the terminal; a press here changes nothing now.";

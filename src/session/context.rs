@@ -57,6 +57,8 @@ pub struct SessionSettings {
     /// The file holding the token a terminal attaches with, when the local app-servers
     /// are attachable.
     pub attach_token_file: Option<PathBuf>,
+    /// Every task gets a worktree of its own (`codex.task_worktrees`).
+    pub task_worktrees: bool,
 }
 
 /// Limits of scheduled work, and the zone its times are read in.
@@ -106,6 +108,7 @@ impl SessionSettings {
             attach_token_file: codex
                 .attach
                 .then(|| crate::attach_token::token_file(config)),
+            task_worktrees: codex.task_worktrees,
         }
     }
 }

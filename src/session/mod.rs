@@ -102,6 +102,8 @@ pub struct Session {
     defaults: choices::ModelDefaults,
     /// The Codex server holding the chat's thread, once known (see `placement`).
     placed: std::sync::Mutex<Option<String>>,
+    /// A task's title, for the thread its first message starts (see `begin_task`).
+    task_name: Option<String>,
 }
 
 impl Session {
@@ -116,6 +118,7 @@ impl Session {
             model_config: None,
             defaults: choices::ModelDefaults::default(),
             placed: std::sync::Mutex::new(None),
+            task_name: None,
         }
     }
 
@@ -159,6 +162,7 @@ impl Session {
             warn!(chat = %self.chat, %error, "could not store the thread; trying again when the turn ends");
             self.ctx.metrics.error("store");
         }
+        self.name_after_task().await;
         Ok(StartedTurn { turn_id, replaced })
     }
 

@@ -85,6 +85,12 @@ async fn auto_thread_makes_each_request_a_task_of_its_own() {
     dc.channel_message(first, ALICE, &[], "which word here?");
     dc.wait_for_content(first, |t| t == "Echo: which word here?")
         .await;
+    // The task's Codex thread has the task's title, which /status and /threads show.
+    dc.channel_message(first, ALICE, &[], "/status");
+    dc.wait_for_content(first, |t| {
+        t.contains("Thread name: remember alphaword and more")
+    })
+    .await;
     dc.channel_message(CHANNEL, ALICE, &[], &mention("remember betaword"));
     let second = opened_thread(&dc, "remember betaword").await;
     dc.wait_for_content(second, |t| t == "Echo: remember betaword")

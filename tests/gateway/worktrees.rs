@@ -175,3 +175,63 @@ async fn two_tasks_on_one_repository_merge_once_and_report_the_conflict() {
     ask(&tg, 4, "run: cat app.txt", |t| t == "Tool said: from a").await;
     gateway.stop().await;
 }
+
+/// With `codex.task_worktrees`, a task `/task` opened works in a worktree of its own from
+/// its first message, on a branch named after it, and its Codex thread has its title.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_gets_a_worktree_and_a_thread_named_after_it() {
+    let env = TestEnv::new().await;
+    let repo = env.workspace();
+    repository(&repo);
+    let tg = FakeTelegram::start().await;
+    tg.turn_on_threaded_mode();
+    let mut config = env.telegram_config(&tg, ALICE);
+    config.codex.task_worktrees = true;
+    let gateway = Gateway::start(&config);
+    tg.dm(ALICE, "/task Fix the login page");
+    tg.wait_for_text(ALICE, |t| t.starts_with("Opened a topic"))
+        .await;
+    let topic = tg
+        .calls("sendMessage")
+        .iter()
+        .find(|c| {
+            c.body["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Task:"))
+        })
+        .and_then(|c| c.body["message_thread_id"].as_i64())
+        .expect("the greeting went to the new topic");
+    let branch = format!("task/fix-the-login-page-{topic}");
+    let folder = repo
+        .parent()
+        .unwrap()
+        .join(".codex-worktrees")
+        .join(repo.file_name().unwrap())
+        .join(branch.replace('/', "-"));
+    let (_, told) = ask(&tg, topic, "run: pwd", |t| t.starts_with("This task works")).await;
+    assert!(
+        told.contains(&format!("on branch {branch} at {}", folder.display())),
+        "{told}"
+    );
+    let expected = format!("Tool said: {}", folder.display());
+    tg.wait_for_text(ALICE, |t| t == expected).await;
+    let (_, status) = ask(&tg, topic, "/status", |t| t.starts_with("Chat:")).await;
+    assert!(
+        status.contains("Thread name: Fix the login page"),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("Worktree: branch {branch} (from main")),
+        "{status}"
+    );
+    // The chat's main conversation stays in the main checkout.
+    tg.dm(ALICE, "run: pwd");
+    let main = format!("Tool said: {}", repo.display());
+    tg.wait_for_text(ALICE, |t| t == main).await;
+    gateway.stop().await;
+    // The branch is checked out in its worktree ("+").
+    assert_eq!(
+        git(&repo, &["branch", "--list", &branch]),
+        format!("+ {branch}")
+    );
+}

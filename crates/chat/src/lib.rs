@@ -97,6 +97,10 @@ pub struct Inbound {
     pub attachments: Vec<Attachment>,
     /// Its place in the durable inbox, when the platform stored it there.
     pub ticket: Option<Ticket>,
+    /// In a place the bot opened for a task (`/task`, Discord's `auto_thread`): the
+    /// task's title. Its first message names the Codex thread after it (and, with
+    /// `codex.task_worktrees`, gives the task a worktree).
+    pub task: Option<String>,
 }
 
 /// A file sent with a message. It is fetched when the chat's turn for it comes, so a

@@ -367,12 +367,14 @@ impl Intake {
                 Acceptance::Duplicate => return false,
             },
         };
-        let chat = chat_key(self.conversation_of(&message, &text).await);
+        let (conversation, task) = self.conversation_of(&message, &text).await;
+        let chat = chat_key(conversation);
         let author = self.author(&message.author, dm);
         let sent = Sent {
             text,
             attachments: files,
             ticket,
+            task,
         };
         self.dispatch(message.id.get(), chat, author, sent, None);
         true
@@ -411,6 +413,7 @@ impl Intake {
             admin: author.admin,
             attachments: sent.attachments,
             ticket: sent.ticket,
+            task: sent.task,
         };
         self.in_order.dispatch(snowflake, inbound);
     }
@@ -488,6 +491,8 @@ struct Sent {
     text: String,
     attachments: Vec<Attachment>,
     ticket: Option<Ticket>,
+    /// The task whose thread it was sent in, if the bot opened that thread for one.
+    task: Option<String>,
 }
 
 impl Sent {
@@ -498,6 +503,7 @@ impl Sent {
             text,
             attachments: Vec::new(),
             ticket: None,
+            task: None,
         }
     }
 }

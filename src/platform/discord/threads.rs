@@ -107,7 +107,7 @@ impl Intake {
         }
         Some(match self.place(channel).await? {
             Place::Channel => false,
-            Place::Thread { by_bot: true, .. } => true,
+            Place::Thread { task: Some(_), .. } => true,
             Place::Thread { parent, .. } => parent.is_some_and(listed),
         })
     }
@@ -129,7 +129,7 @@ impl Intake {
                 let by_bot = c.owner_id.is_some_and(|owner| owner.get() == self.bot_id());
                 Place::Thread {
                     parent: c.parent_id,
-                    by_bot,
+                    task: by_bot.then_some(c.name),
                 }
             }
             Ok(_) => Place::Channel,
@@ -141,43 +141,50 @@ impl Intake {
                 return None;
             }
         };
-        self.places.learn(channel, place);
+        self.places.learn(channel, place.clone());
         Some(place)
     }
 
-    /// The conversation a guild message goes to: with `auto_thread`, a message to the
-    /// bot in a channel (not a thread) opens a task's thread from it, named from its
-    /// first words. Where no thread could be opened, the channel's conversation.
-    pub(super) async fn conversation_of(&self, message: &Message, text: &str) -> ChannelId {
+    /// The conversation a guild message goes to, and its task if it is one: with
+    /// `auto_thread`, a message to the bot in a channel (not a thread) opens a task's
+    /// thread from it, named from its first words. Where no thread could be opened, the
+    /// channel's conversation.
+    pub(super) async fn conversation_of(
+        &self,
+        message: &Message,
+        text: &str,
+    ) -> (ChannelId, Option<String>) {
         let channel = message.channel_id;
-        if !self.config.auto_thread || message.guild_id.is_none() {
-            return channel;
+        if message.guild_id.is_none() {
+            return (channel, None);
         }
-        if self.place(channel).await != Some(Place::Channel) {
-            return channel;
+        match self.place(channel).await {
+            Some(Place::Channel) if self.config.auto_thread => {}
+            Some(Place::Thread { task, .. }) => return (channel, task),
+            _ => return (channel, None),
         }
         let title = title_of(text);
         match open_from_message(&self.rest, channel, message.id, &title).await {
             Ok(thread) => {
                 let place = Place::Thread {
                     parent: Some(channel),
-                    by_bot: true,
+                    task: Some(title.clone()),
                 };
                 self.places.learn(thread.id, place);
-                thread.id
+                (thread.id, Some(title))
             }
             Err(_) => {
                 // A message handed on again after a restart has its thread already: a
                 // thread opened from a message has the message's id.
                 let opened = ChannelId::new(message.id.get());
                 match self.place(opened).await {
-                    Some(Place::Thread { .. }) => opened,
+                    Some(Place::Thread { task, .. }) => (opened, task),
                     _ => {
                         warn!(
                             channel = channel.get(),
                             "discord: could not open a thread for a task; answering in the channel"
                         );
-                        channel
+                        (channel, None)
                     }
                 }
             }

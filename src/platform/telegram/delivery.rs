@@ -184,6 +184,7 @@ impl Sink for TelegramChat {
     async fn open_task(&self, _slot: Option<AnswerSlot>, title: &str) {
         let answer = match topics::open(&self.shared.api, self.target, title).await {
             Ok(topic) => {
+                self.shared.task_topics.remember(topic, title);
                 let greeting = message(topic, texts::task_greeting(title));
                 let _ = send_message(&self.shared.api, &greeting).await;
                 texts::task_opened(title, "a topic")

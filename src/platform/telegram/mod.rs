@@ -79,6 +79,8 @@ struct Shared {
     refusals: Refusals<(Target, u64)>,
     /// Whether private chats' running turns stream as drafts.
     drafts: drafts::Drafts,
+    /// The topics `/task` opened.
+    task_topics: topics::TaskTopics,
 }
 
 /// Asks the Bot API who the bot is, registers the command menu and starts polling. A
@@ -200,6 +202,7 @@ async fn connected_bot(
         username: me.name,
         bot_user_id: me.id,
         drafts,
+        task_topics: topics::TaskTopics::default(),
         refusals: Refusals::start(move |(target, user_id)| {
             delivery::send_plain(refusal_api.clone(), target, refusal(user_id))
         }),
@@ -488,6 +491,7 @@ fn dispatch(
         text: inbound::strip_mention(sent.text, &shared.username),
         attachments: sent.files,
         ticket: sent.ticket,
+        task: shared.task_topics.title_of(target),
         reply_to: outbox.clone(),
         answer_slot: None,
         can_approve: true,

@@ -1,6 +1,9 @@
 //! Opening a task's topic (`createForumTopic`): in a private chat with the bot's Threaded
 //! Mode on (Bot API 9.4) or in a forum group where the bot may manage topics.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use serde::{Deserialize, Serialize};
 use teloxide::types::{MessageId, ThreadId};
 
@@ -32,4 +35,23 @@ pub(super) async fn open(api: &BotApi, chat: Target, title: &str) -> Result<Targ
         chat_id: chat.chat_id,
         topic: Some(ThreadId(MessageId(topic.message_thread_id))),
     })
+}
+
+/// The topics `/task` opened, with their titles: a message there belongs to that task.
+/// Kept in memory: by a restart the task's Codex thread has its name already.
+#[derive(Default)]
+pub(super) struct TaskTopics(Mutex<HashMap<(i64, i32), String>>);
+
+impl TaskTopics {
+    pub(super) fn remember(&self, topic: Target, title: &str) {
+        if let Some(id) = topic.topic {
+            let key = (topic.chat_id.0, id.0.0);
+            self.0.lock().expect("lock").insert(key, title.to_owned());
+        }
+    }
+
+    pub(super) fn title_of(&self, place: Target) -> Option<String> {
+        let key = (place.chat_id.0, place.topic?.0.0);
+        self.0.lock().expect("lock").get(&key).cloned()
+    }
 }

@@ -25,6 +25,7 @@ impl Actor {
             admin: inbound.admin,
             attachments: Vec::new(),
             ticket: None,
+            task: None,
         });
     }
 

@@ -46,6 +46,24 @@ impl Actor {
         }
     }
 
+    /// A task's first message: its thread is named after it, and it may get a worktree
+    /// of its own (`codex.task_worktrees`), which the chat is told of.
+    pub(super) async fn begin_task(&mut self, replies: &Replies<'_>, inbound: &Inbound) {
+        let Some(title) = inbound.task.as_deref() else {
+            return;
+        };
+        match self.session.begin_task(title).await {
+            None => {}
+            Some(Ok(worktree)) => {
+                replies.notice(texts::task_worktree(&worktree.branch, &worktree.path))
+            }
+            Some(Err(refusal)) => {
+                warn!(chat = %self.chat, %refusal, "no worktree for a task");
+                replies.notice(texts::task_without_worktree(&refusal));
+            }
+        }
+    }
+
     /// A message for Codex, or (`/review`) a review: one turn either way.
     pub(crate) async fn turn(&mut self, replies: &Replies<'_>, request: TurnRequest<'_>) {
         if let Some(missing) = self.session.login_missing().await {

@@ -375,6 +375,7 @@ impl Chat {
             admin: self.admin,
             attachments,
             ticket: None,
+            task: None,
         });
     }
 
