@@ -87,6 +87,7 @@ fn message(name: &str, text: String, outbox: &mpsc::UnboundedSender<Outbound>) -
         admin: false,
         attachments: Vec::new(),
         ticket: None,
+        task: None,
     }
 }
 
