@@ -357,3 +357,52 @@ async fn files_and_folders_are_those_of_the_workers_machine() {
     assert!(seen_here.is_empty(), "the gateway's side has {seen_here:?}");
     app.shutdown(None).await;
 }
+
+/// A worktree on a worker's own disk: made, merged and removed there (the gateway's git
+/// work goes through the worker's app-server), nothing of it on the gateway's side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a mount namespace for the worker: needs root (scripts/test runs it as root, as CI does)"]
+async fn a_worktree_is_made_and_merged_on_the_workers_disk() {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    assert!(root, "a mount namespace for the worker needs root");
+    let env = TestEnv::new().await;
+    let disk = env.dir.path().join("worker-disk");
+    let setup = "mkdir ws && cd ws && git init -q -b main && printf one > app.txt \
+                 && git add app.txt \
+                 && git -c user.name=t -c user.email=t@localhost commit -q -m first";
+    let worker = Worker::start_with_own_disk(&env, "far", "token-far", &disk, setup).await;
+    let mut config = workers_only(&env, &[&worker]);
+    config.codex.workspace = disk.join("ws");
+    let app = App::start(&config).await.expect("app starts");
+    let mut chat = Chat::new("far-task");
+
+    chat.send(&app, "/worktree fix-w");
+    let folder = disk.join(".codex-worktrees/ws/fix-w");
+    let made = chat.notice("worktree on branch fix-w").await;
+    assert!(
+        made.contains(&format!("(from main), at {}", folder.display())),
+        "{made}"
+    );
+    let reply = chat.ask(&app, "run: printf two > app.txt && pwd").await;
+    assert!(reply.contains(&folder.display().to_string()), "{reply}");
+    chat.send(&app, "/merge");
+    let merged = chat.notice("Merged fix-w").await;
+    let main = disk.join("ws");
+    assert!(
+        merged.ends_with(&format!("into main in {}.", main.display())),
+        "{merged}"
+    );
+    chat.send(&app, "/discard Discard");
+    chat.notice("Removed the worktree and the branch fix-w")
+        .await;
+    let reply = chat.ask(&app, "read file app.txt").await;
+    assert!(
+        reply.contains("Tool said: two"),
+        "the merge is not in main: {reply}"
+    );
+
+    let seen_here: Vec<_> = std::fs::read_dir(&disk).unwrap().flatten().collect();
+    assert!(seen_here.is_empty(), "the gateway's side has {seen_here:?}");
+    app.shutdown(None).await;
+}
