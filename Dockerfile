@@ -45,14 +45,14 @@ VOLUME /data
 ENTRYPOINT ["tini", "--"]
 
 # A Codex worker (compose's `worker` service): the app-server alone, as `codex`, on a
-# WebSocket that needs the token. It has no gateway binary, so building a new gateway
-# leaves this image, and a `docker compose up -d` leaves the worker and its running
-# turns, as they were.
+# WebSocket that needs the token. It is given only the token's SHA-256, so a command
+# Codex runs there (as the same user) cannot read the token and approve its own
+# requests. It has no gateway binary, so building a new gateway leaves this image, and
+# a `docker compose up -d` leaves the worker and its running turns, as they were.
 FROM runtime AS worker
 USER codex
 EXPOSE 4500
-CMD ["codex", "app-server", "--listen", "ws://0.0.0.0:4500", \
-     "--ws-auth", "capability-token", "--ws-token-file", "/run/secrets/codex_worker_token"]
+CMD ["sh", "-c", "exec codex app-server --listen ws://0.0.0.0:4500 --ws-auth capability-token --ws-token-sha256 \"$(tr -d '[:space:]' < /run/secrets/codex_worker_token_sha256)\""]
 
 # The gateway (the default target).
 FROM runtime

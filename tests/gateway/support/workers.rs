@@ -14,7 +14,8 @@ pub struct Worker {
     pub name: String,
     pub port: u16,
     pub home: PathBuf,
-    token_file: PathBuf,
+    /// The token's SHA-256, made as the README says: all the worker is given.
+    digest_file: PathBuf,
     /// A folder only this worker sees, and the shell lines that fill it (see
     /// [`Worker::start_with_own_disk`]).
     own_disk: Option<(PathBuf, String)>,
@@ -32,13 +33,13 @@ impl Worker {
         let home = env.dir.path().join(format!("worker-{name}-home"));
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join("config.toml"), codex_config).unwrap();
-        let token_file = env.dir.path().join(format!("worker-{name}.token"));
-        std::fs::write(&token_file, token).unwrap();
+        let digest_file = env.dir.path().join(format!("worker-{name}.token.sha256"));
+        digest_as_the_readme_makes_it(token, &digest_file);
         let mut worker = Worker {
             name: name.to_owned(),
             port: free_port(),
             home,
-            token_file,
+            digest_file,
             own_disk: None,
             child: None,
         };
@@ -64,10 +65,13 @@ impl Worker {
         worker
     }
 
-    /// Starts the worker (again) on its port, with its home; waits until it is ready.
+    /// Starts the worker (again) on its port, with its home, as the Dockerfile's `worker`
+    /// stage starts it (its command, given only the token's digest); waits until it is
+    /// ready.
     pub async fn restart(&mut self) {
+        let worker = worker_stage_command(self.port, &self.digest_file);
         let mut command = match &self.own_disk {
-            None => Command::new(codex_binary()),
+            None => Command::new("sh"),
             Some((disk, setup)) => {
                 let mut command = Command::new("unshare");
                 let script = r#"mount -t tmpfs tmpfs "$1" && (cd "$1" && sh -c "$2") && shift 2 && exec "$@""#;
@@ -76,18 +80,12 @@ impl Worker {
                     .args([script, "sh"])
                     .arg(disk)
                     .arg(setup)
-                    .arg(codex_binary());
+                    .arg("sh");
                 command
             }
         };
         let child = command
-            .arg("app-server")
-            .arg("--listen")
-            .arg(format!("ws://127.0.0.1:{}", self.port))
-            .arg("--ws-auth")
-            .arg("capability-token")
-            .arg("--ws-token-file")
-            .arg(&self.token_file)
+            .args(["-c", &worker])
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
@@ -164,6 +162,69 @@ async fn http_get_quietly(port: u16, path: &str) -> Option<u16> {
         .await
         .ok()?;
     Some(http_get(port, path).await.0)
+}
+
+/// The token's digest file, made by the README's own line from a token file as openssl
+/// writes it (with a newline).
+fn digest_as_the_readme_makes_it(token: &str, digest_file: &std::path::Path) {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|line| line.contains("> deploy/worker-token.sha256"))
+        .expect("the README makes the worker's digest");
+    let folder = digest_file
+        .parent()
+        .unwrap()
+        .join(format!("readme-{}", std::process::id()));
+    std::fs::create_dir_all(folder.join("deploy")).unwrap();
+    std::fs::write(folder.join("deploy/worker-token"), format!("{token}\n")).unwrap();
+    let made = Command::new("sh")
+        .args(["-c", line])
+        .current_dir(&folder)
+        .status()
+        .unwrap();
+    assert!(made.success(), "{line}");
+    std::fs::rename(folder.join("deploy/worker-token.sha256"), digest_file).unwrap();
+}
+
+/// The Dockerfile's `worker` stage command, on 127.0.0.1:`port`, the test's Codex and the
+/// digest in `digest_file`.
+fn worker_stage_command(port: u16, digest_file: &std::path::Path) -> String {
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Dockerfile")).unwrap();
+    let stage = dockerfile
+        .split("AS worker")
+        .nth(1)
+        .expect("a worker stage");
+    let cmd = stage
+        .lines()
+        .find_map(|line| line.strip_prefix("CMD "))
+        .expect("its CMD");
+    let cmd: Vec<String> = serde_json::from_str(cmd).expect("CMD as a JSON array");
+    assert_eq!(cmd[..2], ["sh", "-c"], "{cmd:?}");
+    let script = &cmd[2];
+    for part in [
+        "exec codex ",
+        "ws://0.0.0.0:4500",
+        "/run/secrets/codex_worker_token_sha256",
+    ] {
+        assert!(script.contains(part), "{part} not in {script}");
+    }
+    assert!(
+        !script.contains("--ws-token-file"),
+        "the worker reads the token itself: {script}"
+    );
+    script
+        .replace(
+            "exec codex ",
+            &format!("exec '{}' ", codex_binary().display()),
+        )
+        .replace("ws://0.0.0.0:4500", &format!("ws://127.0.0.1:{port}"))
+        .replace(
+            "/run/secrets/codex_worker_token_sha256",
+            &digest_file.display().to_string(),
+        )
 }
 
 /// A gateway config with no local app-server, only `workers` (their right tokens).
