@@ -3,6 +3,7 @@
 
 use super::{Argument, ChatCommand, Spec};
 use crate::router::{Actor, Replies, texts};
+use chat::OutboundKind;
 
 const NAME_WHICH: &str = "Say the name: /name TITLE (shown by /status and /threads).";
 
@@ -47,7 +48,10 @@ impl ChatCommand for Name {
 
     async fn run(self, chat: &mut Actor, replies: &Replies<'_>) {
         match chat.session.name_thread(&self.0).await {
-            Ok(true) => replies.notice(named(&self.0)),
+            Ok(true) => {
+                replies.send(OutboundKind::Named(self.0.clone()));
+                replies.notice(named(&self.0))
+            }
             Ok(false) => replies.notice(texts::NO_THREAD_YET),
             Err(error) => chat.report(replies, &error),
         }

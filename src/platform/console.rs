@@ -99,6 +99,7 @@ async fn print_answers(
             // The console prints whole replies and its progress as lines, not a status
             // message; it cannot approve (can_approve is false).
             OutboundKind::Status(_)
+            | OutboundKind::Named(_)
             | OutboundKind::Working(_)
             | OutboundKind::Notify(_)
             | OutboundKind::TurnEnded { .. }

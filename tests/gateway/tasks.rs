@@ -181,6 +181,18 @@ async fn task_opens_a_thread_and_a_channel_stays_one_conversation() {
             .text()
             .contains("gammaword")
     );
+    // Naming the task's Codex thread names its Discord thread; a channel keeps its name.
+    dc.channel_message(thread, ALICE, &[], "/name login fix");
+    opened_thread(&dc, "login fix").await;
+    dc.channel_message(CHANNEL, ALICE, &[], &mention("/name channel talk"));
+    dc.wait_for_content(CHANNEL, |t| t.contains("named \"channel talk\""))
+        .await;
+    let renamed = |c: &str| {
+        dc.calls("PATCH", &format!("/channels/{c}"))
+            .iter()
+            .any(|call| call.path.ends_with(&format!("/channels/{c}")))
+    };
+    assert!(!renamed(&CHANNEL.to_string()), "the channel was renamed");
 
     dc.slash_with(FORUM, ALICE, "task", &[("title", "a forum post")]);
     let post = opened_thread(&dc, "a forum post").await;
@@ -268,6 +280,20 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
     let new_topic = greetings[0].as_i64().expect("sent in the new topic");
     tg.group_message(alice, alice, "first words of the task", Some(new_topic));
     wait_in_topic(&tg, alice, new_topic, "Echo: first words of the task").await;
+    // Naming a task's thread names its topic; Alice's own topics keep their names.
+    tg.group_message(alice, alice, "/name login fix", Some(3));
+    tg.wait_for_text(alice, |t| t.contains("named \"login fix\""))
+        .await;
+    tg.group_message(alice, alice, "/name the login fix", Some(new_topic));
+    let renamed = tg
+        .wait_for_calls("editForumTopic", 1, |b| b["name"] == "the login fix")
+        .await;
+    assert_eq!(renamed[0].body["message_thread_id"], new_topic);
+    assert_eq!(
+        tg.calls("editForumTopic").len(),
+        1,
+        "a person's topic was renamed"
+    );
     gateway.stop().await;
     assert_eq!(env.rollouts().len(), 3, "one Codex thread per topic");
 }

@@ -206,6 +206,9 @@ pub enum OutboundKind {
         slot: Option<AnswerSlot>,
         title: String,
     },
+    /// The chat's Codex thread was named (`/name`): a task's own place (a thread or topic
+    /// the bot opened) takes the name too.
+    Named(String),
     /// The answer to a message kept in the durable inbox: sent like `Reply`, from its
     /// ledger's `from_piece`, the ledger told where each piece stands.
     KeptReply { text: String, ledger: Ledger },

@@ -171,6 +171,12 @@ pub trait Sink: Send + Sync + 'static {
             }
         }
     }
+    /// Gives a task's own place (a thread or topic the bot opened) the name of its Codex
+    /// thread; by default there is none.
+    fn rename_task(&self, name: &str) -> impl Future<Output = ()> + Send {
+        let _ = name;
+        async {}
+    }
     /// A notice that answers one message at its answer slot; by default a notice.
     fn answer(&self, slot: AnswerSlot, text: &str) -> impl Future<Output = ()> + Send {
         let _ = slot;

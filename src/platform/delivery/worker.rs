@@ -162,6 +162,7 @@ impl<S: Sink> Worker<S> {
                 }
             }
             OutboundKind::OpenTask { slot, title } => self.sink.open_task(slot, &title).await,
+            OutboundKind::Named(name) => self.sink.rename_task(&name).await,
             OutboundKind::Progress(line) => debug!(line, "progress not shown on chat platforms"),
         }
     }

@@ -216,6 +216,10 @@ impl Sink for DiscordChat {
         }
     }
 
+    async fn rename_task(&self, name: &str) {
+        threads::rename_task(&self.http, self.channel, name).await
+    }
+
     /// The answer to a slash command edits its deferred response; once that has expired
     /// (or cannot be edited), the answer is a message.
     async fn answer(&self, slot: AnswerSlot, text: &str) {

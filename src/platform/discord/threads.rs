@@ -4,7 +4,7 @@
 
 use serenity::all::{
     AutoArchiveDuration, Channel, ChannelId, ChannelType, CreateForumPost, CreateMessage,
-    CreateThread, GuildChannel, Http, Message, MessageId,
+    CreateThread, EditThread, GuildChannel, Http, Message, MessageId,
 };
 
 use tracing::{error, warn};
@@ -74,6 +74,22 @@ pub(super) async fn open_from_message(
 ) -> Result<GuildChannel, Unsent> {
     let thread = || CreateThread::new(title).auto_archive_duration(ARCHIVE_AFTER);
     call(|| channel.create_thread_from_message(http, message, thread())).await
+}
+
+/// Names `channel` `name` if it is a task's thread (one the bot opened): people's own
+/// threads and channels keep their names.
+pub(super) async fn rename_task(http: &Http, channel: ChannelId, name: &str) {
+    let Ok(Channel::Guild(place)) = call(|| channel.to_channel(http)).await else {
+        return;
+    };
+    let Ok(me) = call(|| http.get_current_user()).await else {
+        return;
+    };
+    if place.thread_metadata.is_none() || place.owner_id != Some(me.id) {
+        return;
+    }
+    let name: String = name.chars().take(100).collect();
+    let _ = call(|| channel.edit_thread(http, EditThread::new().name(name.clone()))).await;
 }
 
 /// A thread's name from the first words of the message that opened it.

@@ -198,6 +198,19 @@ impl Sink for TelegramChat {
         self.notice(&answer).await
     }
 
+    /// Only a topic `/task` opened is renamed: people's own topics keep their names.
+    async fn rename_task(&self, name: &str) {
+        if self.shared.task_topics.title_of(self.target).is_none() {
+            return;
+        }
+        if topics::rename(&self.shared.api, self.target, name)
+            .await
+            .is_ok()
+        {
+            self.shared.task_topics.rename(self.target, name);
+        }
+    }
+
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
         let keyboard = keyboard(prompt);
         if let Some(html) = prompt_html(card) {

@@ -17,6 +17,13 @@ struct CreateForumTopic<'a> {
     name: &'a str,
 }
 
+#[derive(Serialize)]
+struct EditForumTopic<'a> {
+    chat_id: i64,
+    message_thread_id: i32,
+    name: &'a str,
+}
+
 /// The part of the `ForumTopic` answer that is needed.
 #[derive(Deserialize)]
 struct ForumTopic {
@@ -37,6 +44,20 @@ pub(super) async fn open(api: &BotApi, chat: Target, title: &str) -> Result<Targ
     })
 }
 
+/// Names a task's topic `name`.
+pub(super) async fn rename(api: &BotApi, topic: Target, name: &str) -> Result<(), Unsent> {
+    let Some(id) = topic.topic else {
+        return Ok(());
+    };
+    let request = EditForumTopic {
+        chat_id: topic.chat_id.0,
+        message_thread_id: id.0.0,
+        name,
+    };
+    let call = || api.method::<serde::de::IgnoredAny>("editForumTopic", &request);
+    retry::call("telegram", call, api::classify).await.map(drop)
+}
+
 /// The topics `/task` opened, with their titles: a message there belongs to that task.
 /// Kept in memory: by a restart the task's Codex thread has its name already.
 #[derive(Default)]
@@ -47,6 +68,15 @@ impl TaskTopics {
         if let Some(id) = topic.topic {
             let key = (topic.chat_id.0, id.0.0);
             self.0.lock().expect("lock").insert(key, title.to_owned());
+        }
+    }
+
+    pub(super) fn rename(&self, place: Target, name: &str) {
+        if let Some(id) = place.topic {
+            let mut topics = self.0.lock().expect("lock");
+            if let Some(title) = topics.get_mut(&(place.chat_id.0, id.0.0)) {
+                *title = name.to_owned();
+            }
         }
     }
 

@@ -723,6 +723,18 @@ async fn handle(
             open_thread(&inner, channel, Some(message), &body)
         }
         ("POST", ["channels", channel, "threads"]) => open_thread(&inner, channel, None, &body),
+        ("PATCH", ["channels", channel]) => {
+            let id: u64 = channel.parse().unwrap_or(0);
+            let mut threads = inner.threads.lock().unwrap();
+            let Some((parent, owner, name)) = threads.get_mut(&id) else {
+                let body = json!({"message": "Missing Permissions", "code": 50013});
+                return (StatusCode::FORBIDDEN, axum::Json(body)).into_response();
+            };
+            if let Some(new) = body["name"].as_str() {
+                *name = new.to_owned();
+            }
+            json(thread_channel(id, *parent, *owner, name))
+        }
         ("POST", ["channels", channel, "messages"]) => {
             let id = inner.next_id.fetch_add(1, Ordering::SeqCst);
             let channel: u64 = channel.parse().unwrap_or(0);
