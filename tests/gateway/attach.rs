@@ -317,3 +317,38 @@ async fn after_a_restart_attach_makes_the_terminals_turns_show() {
     gateway.stop().await;
     assert_eq!(env.rollouts().len(), 1, "one thread in all");
 }
+
+/// A chat on a worker attaches to the worker: `/attach` prints the worker's address and
+/// says the token is the worker's, and a terminal there joins the chat's thread live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_on_a_worker_attaches_to_the_worker() {
+    let env = TestEnv::new().await;
+    let worker = crate::support::workers::Worker::start(&env, "w", "token-w").await;
+    let (tg, _, gateway) = chat_with_a_thread(&env, |config| {
+        config.codex.processes = 0;
+        config.codex.remote = vec![worker.remote(&env, "token-w")];
+    })
+    .await;
+    tg.dm(ALICE, "/attach");
+    let (_, text) = tg
+        .wait_for_text(ALICE, |t| t.starts_with("To join this chat's Codex thread"))
+        .await;
+    assert!(
+        text.contains("export CODEX_GATEWAY_ATTACH_TOKEN=<the worker's token"),
+        "{text}"
+    );
+    let resume = text
+        .lines()
+        .find(|l| l.starts_with("codex resume "))
+        .unwrap();
+    let words: Vec<&str> = resume.split_whitespace().collect();
+    assert_eq!(words[4], worker.url(), "{resume}");
+    let mut terminal = Client::connect(words[4], "token-w").await;
+    terminal.turn_on(words[2], "typed on the worker").await;
+    tg.wait_for_text(ALICE, |t| t == "From the terminal: typed on the worker")
+        .await;
+    tg.wait_for_text(ALICE, |t| t == "Echo: typed on the worker")
+        .await;
+    gateway.stop().await;
+    assert_eq!(worker.rollouts(), 1, "one thread, on the worker");
+}

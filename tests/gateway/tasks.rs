@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::support::discord::{self, APP_ID, BOT_ID, FakeDiscord};
-use crate::support::telegram::{FakeTelegram, visible_text};
+use crate::support::telegram::{FakeTelegram, Fault, visible_text};
 use crate::support::{Gateway, TestEnv, free_port, http_get_when_up, secret};
 use codex_gateway::config::Config;
 

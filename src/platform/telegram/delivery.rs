@@ -14,6 +14,8 @@ use teloxide::types::{
     ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode,
 };
 
+use tracing::warn;
+
 use super::api::{self, BotApi, CallError};
 use super::drafts::{self, SendMessageDraft};
 use super::topics;
@@ -322,10 +324,22 @@ async fn call_method<R: serde::de::DeserializeOwned>(
     retry::call("telegram", || api.method(method, body), api::classify).await
 }
 
+/// Sends a message; one refused in its topic (a topic deleted since, or one Telegram no
+/// longer finds) goes to the chat itself rather than nowhere.
 async fn send_message(api: &BotApi, message: &SendMessage) -> Result<MessageId, Unsent> {
-    call::<_, Sent>(api, message)
-        .await
-        .map(|sent| MessageId(sent.message_id))
+    let sent = match call::<_, Sent>(api, message).await {
+        Err(Unsent::Refused) if message.message_thread_id.is_some() => {
+            let mut outside = message.clone();
+            outside.message_thread_id = None;
+            let sent = call::<_, Sent>(api, &outside).await;
+            if sent.is_ok() {
+                warn!("telegram: a message its topic refused was sent to the chat itself");
+            }
+            sent
+        }
+        sent => sent,
+    };
+    sent.map(|sent| MessageId(sent.message_id))
 }
 
 /// The Stop button under a running turn's status.
