@@ -251,6 +251,17 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
             .contains("deltaword")
     );
 
+    // An answer its topic refuses (the topic deleted meanwhile) goes to the chat itself.
+    let lost = "Bad Request: message thread not found";
+    tg.fail_next("sendMessage", Fault::refusal(400, lost));
+    tg.group_message(alice, alice, "into a deleted topic", Some(9));
+    tg.wait_for_calls("sendMessage", 1, |body| {
+        body.get("message_thread_id").is_none()
+            && visible_text(body["text"].as_str().unwrap_or_default())
+                == "Echo: into a deleted topic"
+    })
+    .await;
+
     tg.dm(alice, "/task fix the login page");
     tg.wait_for_text(alice, |t| t.contains("Threaded Mode"))
         .await;
@@ -295,5 +306,5 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
         "a person's topic was renamed"
     );
     gateway.stop().await;
-    assert_eq!(env.rollouts().len(), 3, "one Codex thread per topic");
+    assert_eq!(env.rollouts().len(), 4, "one Codex thread per topic (3, 4, 9, the task)");
 }
