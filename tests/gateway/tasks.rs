@@ -11,6 +11,8 @@ use codex_gateway::config::Config;
 const ALICE: u64 = 1001;
 const CHANNEL: u64 = 600;
 const FORUM: u64 = 650;
+/// A Telegram forum group.
+const GROUP: i64 = -100500;
 
 fn mention(text: &str) -> String {
     format!("<@{BOT_ID}> {text}")
@@ -289,6 +291,12 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
         .collect();
     assert_eq!(greetings.len(), 1, "{greetings:?}");
     let new_topic = greetings[0].as_i64().expect("sent in the new topic");
+    // In a forum group too.
+    tg.group_message(GROUP, alice, "/task group work", None);
+    tg.wait_for_text(GROUP, |t| {
+        t == "Opened a topic for \"group work\": write there."
+    })
+    .await;
     tg.group_message(alice, alice, "first words of the task", Some(new_topic));
     wait_in_topic(&tg, alice, new_topic, "Echo: first words of the task").await;
     // Naming a task's thread names its topic; Alice's own topics keep their names.
@@ -306,5 +314,9 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
         "a person's topic was renamed"
     );
     gateway.stop().await;
-    assert_eq!(env.rollouts().len(), 4, "one Codex thread per topic (3, 4, 9, the task)");
+    assert_eq!(
+        env.rollouts().len(),
+        4,
+        "one Codex thread per topic (3, 4, 9, the task)"
+    );
 }

@@ -224,6 +224,11 @@ async fn a_task_gets_a_worktree_and_a_thread_named_after_it() {
         status.contains(&format!("Worktree: branch {branch} (from main")),
         "{status}"
     );
+    let (_, threads) = ask(&tg, topic, "/threads", |t| t.contains("Fix the login page")).await;
+    assert!(
+        !threads.contains("run: pwd"),
+        "listed by its first words: {threads}"
+    );
     // The chat's main conversation stays in the main checkout.
     tg.dm(ALICE, "run: pwd");
     let main = format!("Tool said: {}", repo.display());

@@ -336,8 +336,19 @@ impl Intake {
         let addressed = inbound::mentions(&message.content, bot)
             || role.is_some()
             || addressing::replies_to_bot(&message, bot);
-        if !dm && !addressed && self.serves(message.channel_id).await != Some(true) {
-            return false;
+        if !dm && !addressed {
+            match self.serves(message.channel_id).await {
+                Some(true) => {}
+                Some(false) => return false,
+                None => {
+                    let channel = message.channel_id.get();
+                    error!(
+                        channel,
+                        "discord: a message in a channel that could not be looked up is not taken"
+                    );
+                    return false;
+                }
+            }
         }
         let user_id = message.author.id.get();
         let roles = inbound::role_ids(message.member.as_ref().map(|m| m.roles.as_slice()));

@@ -7,7 +7,7 @@ use serenity::all::{
     CreateThread, EditThread, GuildChannel, Http, Message, MessageId,
 };
 
-use tracing::{error, warn};
+use tracing::warn;
 
 use super::Intake;
 use super::delivery::{self, call, no_pings};
@@ -150,9 +150,9 @@ impl Intake {
             }
             Ok(_) => Place::Channel,
             Err(_) => {
-                error!(
+                warn!(
                     channel = channel.get(),
-                    "discord: could not look up a channel; a message there is not taken"
+                    "discord: could not look up a channel"
                 );
                 return None;
             }
