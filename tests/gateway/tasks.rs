@@ -3,9 +3,10 @@
 
 use serde_json::Value;
 
-use crate::support::discord::{self, APP_ID, BOT_ID, FakeDiscord};
+use crate::support::discord::{BOT_ID, FakeDiscord};
+use crate::support::platform::FakePlatform;
 use crate::support::telegram::{FakeTelegram, Fault, visible_text};
-use crate::support::{Gateway, TestEnv, free_port, http_get_when_up, secret};
+use crate::support::{Gateway, TestEnv, free_port, http_get_when_up};
 use codex_gateway::config::Config;
 
 const ALICE: u64 = 1001;
@@ -20,21 +21,8 @@ fn mention(text: &str) -> String {
 
 async fn discord_setup() -> (TestEnv, FakeDiscord, Config) {
     let env = TestEnv::new().await;
-    let discord = FakeDiscord::start().await;
-    let mut config = env.config();
-    config.discord.enabled = true;
-    config.discord.token = Some(secret(discord::TOKEN));
-    config.discord.application_id = Some(APP_ID);
-    discord.configure(&mut config.discord);
-    config.discord.allowed_users = vec![ALICE];
+    let (discord, config) = <FakeDiscord as FakePlatform>::start(&env).await;
     (env, discord, config)
-}
-
-async fn start(discord: &FakeDiscord, config: &Config) -> Gateway {
-    let connections = discord.identifies() + discord.resumes();
-    let gateway = Gateway::start(config);
-    discord.wait_connected(connections + 1).await;
-    gateway
 }
 
 /// The thread the bot opened with the name `name`.
@@ -74,7 +62,7 @@ async fn auto_thread_makes_each_request_a_task_of_its_own() {
     config.discord.auto_thread = true;
     let port = free_port();
     config.server.listen = format!("127.0.0.1:{port}");
-    let gateway = start(&dc, &config).await;
+    let gateway = dc.gateway(&config).await;
     dc.channel_message(
         CHANNEL,
         ALICE,
@@ -127,7 +115,7 @@ async fn auto_thread_makes_each_request_a_task_of_its_own() {
     gateway.stop().await;
 
     // After a restart the bot's threads are still tasks (Discord says whose they are).
-    let gateway = start(&dc, &config).await;
+    let gateway = dc.gateway(&config).await;
     dc.channel_message(first, ALICE, &[], "after the restart?");
     dc.wait_for_content(first, |t| t == "Echo: after the restart?")
         .await;
@@ -144,7 +132,7 @@ async fn auto_thread_makes_each_request_a_task_of_its_own() {
 async fn task_opens_a_thread_and_a_channel_stays_one_conversation() {
     let (env, dc, config) = discord_setup().await;
     dc.add_forum(FORUM);
-    let gateway = start(&dc, &config).await;
+    let gateway = dc.gateway(&config).await;
     dc.channel_message(CHANNEL, ALICE, &[], &mention("remember gammaword"));
     dc.wait_for_content(CHANNEL, |t| t == "Echo: remember gammaword")
         .await;
