@@ -343,6 +343,8 @@ async fn a_chat_on_a_worker_attaches_to_the_worker() {
         .unwrap();
     let words: Vec<&str> = resume.split_whitespace().collect();
     assert_eq!(words[4], worker.url(), "{resume}");
+    // All the worker holds is the token's digest, and the digest opens nothing.
+    assert_eq!(upgrade_status(words[4], &worker.digest()).await, 401);
     let mut terminal = Client::connect(words[4], "token-w").await;
     terminal.turn_on(words[2], "typed on the worker").await;
     tg.wait_for_text(ALICE, |t| t == "From the terminal: typed on the worker")

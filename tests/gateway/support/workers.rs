@@ -108,6 +108,14 @@ impl Worker {
         }
     }
 
+    /// The token's digest, as the worker's user (and so a command Codex runs) can read it.
+    pub fn digest(&self) -> String {
+        std::fs::read_to_string(&self.digest_file)
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
     /// Kills the worker process, as a crash or a lost machine would.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
