@@ -4,10 +4,9 @@
 
 use super::{ChatCommand, Spec};
 use crate::router::{Actor, Replies};
-use crate::session::{Merge as Merged, WorktreeRefusal};
-use store::WorktreeRow;
+use crate::session::{Merge as Merged, Worktree, WorktreeRefusal};
 
-fn merged(row: &WorktreeRow, committed: bool) -> String {
+fn merged(row: &Worktree, committed: bool) -> String {
     let first = match committed {
         true => " (its uncommitted work was committed first)",
         false => "",
@@ -15,7 +14,7 @@ fn merged(row: &WorktreeRow, committed: bool) -> String {
     format!("Merged {}{first} into {} in {}.", row.branch, row.base, row.repo)
 }
 
-fn conflicts(row: &WorktreeRow, files: &[String]) -> String {
+fn conflicts(row: &Worktree, files: &[String]) -> String {
     let files: Vec<String> = files.iter().map(|f| format!("- {f}")).collect();
     format!(
         "Not merged: {} and {} both change these files:\n{}\nNothing changed in {}. Merge {} \
@@ -28,7 +27,7 @@ fn conflicts(row: &WorktreeRow, files: &[String]) -> String {
     )
 }
 
-fn main_elsewhere(row: &WorktreeRow, current: &str) -> String {
+fn main_elsewhere(row: &Worktree, current: &str) -> String {
     format!(
         "Not merged: the main checkout {} is on {current}, not on {}. Nothing changed.",
         row.repo, row.base

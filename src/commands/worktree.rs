@@ -5,21 +5,20 @@
 
 use super::{Argument, ChatCommand, Spec, optional};
 use crate::router::{Actor, Replies};
-use crate::session::WorktreeRefusal;
-use store::WorktreeRow;
+use crate::session::{self, WorktreeRefusal};
 
 const NO_WORKTREE: &str =
     "This chat works in its folder, in no worktree: /worktree BRANCH makes one.";
 const ONE_WORD: &str = "/worktree takes a branch name, one word (like fix-login or feature/login).";
 
-fn working_in(row: &WorktreeRow) -> String {
+fn working_in(row: &session::Worktree) -> String {
     format!(
         "This chat works in the worktree of {} (from {}) at {}.",
         row.branch, row.base, row.path
     )
 }
 
-fn made(row: &WorktreeRow) -> String {
+fn made(row: &session::Worktree) -> String {
     format!(
         "From the next turn on this chat works in a worktree on branch {} (from {}), at {}. \
          /merge merges it into {}; /discard removes it.",

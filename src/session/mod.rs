@@ -40,7 +40,7 @@ pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};
 pub use placement::ServerPlace;
 pub use row::ChatRow;
 pub use threads::{ThreadMatch, Undo};
-pub use worktrees::{Merge, WorktreeRefusal, WorktreeState};
+pub use worktrees::{Merge, Worktree, WorktreeRefusal, WorktreeState};
 
 /// Transcript entries given to a replacement thread when the old rollout is gone.
 const SEED_ENTRIES: i64 = 20;

@@ -58,6 +58,50 @@ const DISCARD: &str = r#"set -e
 git -C "$1" worktree remove --force "$2"
 git -C "$1" branch -D "$3""#;
 
+/// A chat's worktree: the main checkout it was made from, its folder, its branch and the
+/// branch it came from (which `/merge` merges into). Paths are where Codex runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    pub repo: String,
+    pub path: String,
+    pub branch: String,
+    pub base: String,
+}
+
+impl From<WorktreeRow> for Worktree {
+    fn from(row: WorktreeRow) -> Self {
+        let WorktreeRow {
+            repo,
+            path,
+            branch,
+            base,
+        } = row;
+        Worktree {
+            repo,
+            path,
+            branch,
+            base,
+        }
+    }
+}
+
+impl From<&Worktree> for WorktreeRow {
+    fn from(worktree: &Worktree) -> Self {
+        let Worktree {
+            repo,
+            path,
+            branch,
+            base,
+        } = worktree.clone();
+        WorktreeRow {
+            repo,
+            path,
+            branch,
+            base,
+        }
+    }
+}
+
 /// Why a worktree command did nothing: the text for the chat.
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeRefusal {
@@ -89,7 +133,7 @@ pub enum Merge {
 #[derive(Debug, PartialEq, Eq)]
 pub struct WorktreeState {
     pub chat: String,
-    pub row: WorktreeRow,
+    pub row: Worktree,
     /// Commits (behind, ahead) of the branch it came from, and uncommitted changes;
     /// `None` where they could not be read (its folder gone).
     pub counts: Option<(u64, u64, u64)>,
@@ -148,10 +192,7 @@ impl Session {
     /// The first message of a task (a place the bot opened for it): the thread it
     /// starts is named after the task, and with `codex.task_worktrees` the task gets a
     /// worktree of its own, which is returned. Nothing once the chat has a thread.
-    pub async fn begin_task(
-        &mut self,
-        title: &str,
-    ) -> Option<Result<WorktreeRow, WorktreeRefusal>> {
+    pub async fn begin_task(&mut self, title: &str) -> Option<Result<Worktree, WorktreeRefusal>> {
         let stored = match self.record().await {
             Ok(record) => record.and_then(|r| r.thread_id),
             Err(error) => return Some(Err(error.into())),
@@ -181,12 +222,17 @@ impl Session {
     }
 
     /// The chat's worktree, if it has one.
-    pub async fn worktree(&self) -> Result<Option<WorktreeRow>, SessionError> {
-        Ok(self.ctx.store.worktree(&self.chat).await?)
+    pub async fn worktree(&self) -> Result<Option<Worktree>, SessionError> {
+        Ok(self
+            .ctx
+            .store
+            .worktree(&self.chat)
+            .await?
+            .map(Worktree::from))
     }
 
     /// Makes a worktree of the chat's repository on `branch` and moves the chat there.
-    pub async fn make_worktree(&mut self, branch: &str) -> Result<WorktreeRow, WorktreeRefusal> {
+    pub async fn make_worktree(&mut self, branch: &str) -> Result<Worktree, WorktreeRefusal> {
         if self.fixed_folder().is_some() {
             return Err(WorktreeRefusal::FixedFolder);
         }
@@ -206,7 +252,7 @@ impl Session {
         else {
             return Err(WorktreeRefusal::Git(git_said(&made)));
         };
-        let row = WorktreeRow {
+        let row = Worktree {
             repo: repo.into(),
             path: path.into(),
             branch: branch.into(),
@@ -214,7 +260,7 @@ impl Session {
         };
         self.ctx
             .store
-            .set_worktree(&self.chat, &row)
+            .set_worktree(&self.chat, &WorktreeRow::from(&row))
             .await
             .map_err(SessionError::from)?;
         self.choose(Chosen::Folder(Some(row.path.clone()))).await?;
@@ -238,6 +284,7 @@ impl Session {
             let counts = (status.exit_code == 0)
                 .then(|| counts(&status.stdout))
                 .flatten();
+            let row = row.into();
             states.push(WorktreeState { chat, row, counts });
         }
         Ok(states)
@@ -245,7 +292,7 @@ impl Session {
 
     /// Merges the chat's worktree branch into the branch it came from, in the main
     /// checkout. The chat stays in its worktree.
-    pub async fn merge_worktree(&mut self) -> Result<(WorktreeRow, Merge), WorktreeRefusal> {
+    pub async fn merge_worktree(&mut self) -> Result<(Worktree, Merge), WorktreeRefusal> {
         let row = self.worktree().await?.ok_or(WorktreeRefusal::NoWorktree)?;
         let server = self.server().await?;
         let args = [&*row.repo, &*row.path, &*row.branch, &*row.base];
@@ -277,7 +324,7 @@ impl Session {
 
     /// Removes the chat's worktree and its branch; the chat goes back to the main
     /// checkout.
-    pub async fn discard_worktree(&mut self) -> Result<WorktreeRow, WorktreeRefusal> {
+    pub async fn discard_worktree(&mut self) -> Result<Worktree, WorktreeRefusal> {
         let row = self.worktree().await?.ok_or(WorktreeRefusal::NoWorktree)?;
         let server = self.server().await?;
         let args = [&*row.repo, &*row.path, &*row.branch];
