@@ -14,7 +14,7 @@ use super::{Session, SessionError};
 /// or new from HEAD), `$3` the worktree's folder name. Prints the main checkout, the
 /// branch it is on, and the worktree's folder.
 const MAKE: &str = r#"set -e
-top=$(git -C "$1" rev-parse --show-toplevel)
+top=$(git -C "$1" rev-parse --show-toplevel 2>/dev/null) || exit 2
 git check-ref-format --branch "$2" >/dev/null
 base=$(git -C "$top" symbolic-ref --short -q HEAD) || { echo "the main checkout is on no branch (detached HEAD)" >&2; exit 3; }
 dest="$(dirname "$top")/.codex-worktrees/$(basename "$top")/$3"
@@ -111,6 +111,8 @@ pub enum WorktreeRefusal {
     AlreadyIn(String),
     #[error("this chat has no worktree: /worktree BRANCH makes one")]
     NoWorktree,
+    #[error("the chat's folder {0} is in no git repository (/cwd moves the chat to one)")]
+    NotARepository(String),
     #[error("git said: {0}")]
     Git(String),
     #[error(transparent)]
@@ -246,6 +248,9 @@ impl Session {
             .run_script(MAKE, &[&folder, branch, &folder_name(branch)])
             .await
             .map_err(SessionError::from)?;
+        if made.exit_code == 2 {
+            return Err(WorktreeRefusal::NotARepository(folder));
+        }
         let mut lines = made.stdout.lines();
         let (Some(repo), Some(base), Some(path), 0) =
             (lines.next(), lines.next(), lines.next(), made.exit_code)

@@ -62,10 +62,16 @@ async fn ask(
 async fn two_tasks_on_one_repository_merge_once_and_report_the_conflict() {
     let env = TestEnv::new().await;
     let repo = env.workspace();
-    repository(&repo);
     let tg = FakeTelegram::start().await;
     let config = env.telegram_config(&tg, ALICE);
     let gateway = Gateway::start(&config);
+    let (_, refused) = ask(&tg, 5, "/worktree early", |t| t.starts_with("No worktree")).await;
+    let expected = format!(
+        "No worktree: the chat's folder {} is in no git repository (/cwd moves the chat to one).",
+        repo.display()
+    );
+    assert_eq!(refused, expected);
+    repository(&repo);
 
     let (_, made) = ask(&tg, 3, "/worktree fix-a", |t| {
         t.contains("worktree on branch fix-a")
