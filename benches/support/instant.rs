@@ -87,7 +87,6 @@ fn message(name: &str, text: String, outbox: &mpsc::UnboundedSender<Outbound>) -
         admin: false,
         attachments: Vec::new(),
         ticket: None,
-        task: None,
     }
 }
 

@@ -49,7 +49,10 @@ impl ChatCommand for Name {
     async fn run(self, chat: &mut Actor, replies: &Replies<'_>) {
         match chat.session.name_thread(&self.0).await {
             Ok(true) => {
-                replies.send(OutboundKind::Named(self.0.clone()));
+                // A task's place takes the name too.
+                if matches!(chat.session.task_title().await, Ok(Some(_))) {
+                    replies.send(OutboundKind::Named(self.0.clone()));
+                }
                 replies.notice(named(&self.0))
             }
             Ok(false) => replies.notice(texts::NO_THREAD_YET),

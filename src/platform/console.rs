@@ -64,7 +64,6 @@ async fn read_messages(
             admin: true,
             attachments: Vec::new(),
             ticket: None,
-            task: None,
         });
     }
     Ok(())

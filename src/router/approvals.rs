@@ -336,7 +336,6 @@ mod tests {
             admin: false,
             attachments: Vec::new(),
             ticket: None,
-            task: None,
         };
         let replies = Replies::to(&inbound);
         let (to_codex, mut codex_heard) = mpsc::unbounded_channel();

@@ -149,7 +149,6 @@ impl Router {
             admin: false,
             attachments: Vec::new(),
             ticket: None,
-            task: None,
         };
         if !self.dispatch_job(run, inbound) {
             info!(job = job.id, "shutting down: the job runs at its next time");

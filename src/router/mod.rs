@@ -132,6 +132,14 @@ impl Router {
         router
     }
 
+    /// Keeps `chat` as the place a platform opened for the task `title` (a Discord
+    /// thread, a Telegram topic): its messages belong to the task.
+    pub async fn task_opened(&self, chat: &ChatKey, title: &str) {
+        if let Err(error) = crate::session::keep_task(&self.inner.ctx, chat, title).await {
+            warn!(chat = %chat, %error, "could not keep a task's place");
+        }
+    }
+
     /// Hands a message to its chat's actor, starting one if needed.
     pub fn dispatch(&self, inbound: Inbound) {
         let chat = inbound.chat.clone();

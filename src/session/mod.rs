@@ -26,6 +26,7 @@ mod jobs;
 mod login;
 mod placement;
 mod row;
+mod tasks;
 mod threads;
 mod worktrees;
 
@@ -39,6 +40,7 @@ pub use files::{GetRefusal, MAX_FILE_BYTES};
 pub use login::{LOGIN_MISSING, LoginCheck, WORKER_LOGIN_MISSING, login_missing};
 pub use placement::ServerPlace;
 pub use row::ChatRow;
+pub use tasks::keep_task;
 pub use threads::{ThreadMatch, Undo};
 pub use worktrees::{Merge, Worktree, WorktreeRefusal, WorktreeState};
 

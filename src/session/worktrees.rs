@@ -3,10 +3,9 @@
 //! work where Codex runs (a worker's disk too). A worktree lives beside its main
 //! checkout, in `.codex-worktrees/<repository>/<branch>` of the folder that holds it.
 
-use chat::{ChatKey, Chosen};
+use chat::Chosen;
 use codex::Exec;
 use store::WorktreeRow;
-use tracing::warn;
 
 use super::{Session, SessionError};
 
@@ -160,28 +159,6 @@ fn git_said(exec: &Exec) -> String {
         .to_owned()
 }
 
-/// The branch of a task's own worktree: `task/` and its title's words, then its place
-/// (a thread's or topic's id), so two tasks of one title differ.
-fn task_branch(title: &str, chat: &ChatKey) -> String {
-    let mut slug = String::new();
-    for c in title.chars().flat_map(char::to_lowercase) {
-        match c.is_ascii_alphanumeric() {
-            true => slug.push(c),
-            false if !slug.ends_with('-') && !slug.is_empty() => slug.push('-'),
-            false => {}
-        }
-    }
-    let slug: String = slug.chars().take(40).collect();
-    let place = chat.topic.as_deref().unwrap_or(&chat.chat);
-    let place: String = place.chars().filter(char::is_ascii_alphanumeric).collect();
-    let place = &place[place.len().saturating_sub(6)..];
-    let slug = match slug.trim_end_matches('-') {
-        "" => "task",
-        slug => slug,
-    };
-    format!("task/{slug}-{place}")
-}
-
 fn counts(stdout: &str) -> Option<(u64, u64, u64)> {
     let mut numbers = stdout.split_whitespace().map(str::parse::<u64>);
     let behind = numbers.next()?.ok()?;
@@ -191,38 +168,6 @@ fn counts(stdout: &str) -> Option<(u64, u64, u64)> {
 }
 
 impl Session {
-    /// The first message of a task (a place the bot opened for it): the thread it
-    /// starts is named after the task, and with `codex.task_worktrees` the task gets a
-    /// worktree of its own, which is returned. Nothing once the chat has a thread.
-    pub async fn begin_task(&mut self, title: &str) -> Option<Result<Worktree, WorktreeRefusal>> {
-        let stored = match self.record().await {
-            Ok(record) => record.and_then(|r| r.thread_id),
-            Err(error) => return Some(Err(error.into())),
-        };
-        if self.is_live() || stored.is_some() {
-            return None;
-        }
-        self.task_name = Some(title.to_owned());
-        if !self.ctx.settings.task_worktrees {
-            return None;
-        }
-        match self.worktree().await {
-            Ok(Some(_)) => None,
-            Ok(None) => Some(self.make_worktree(&task_branch(title, &self.chat)).await),
-            Err(error) => Some(Err(error.into())),
-        }
-    }
-
-    /// Names the thread just started after its task, if it is a task's first.
-    pub(super) async fn name_after_task(&mut self) {
-        let (Some(name), Some(live)) = (self.task_name.take(), self.live.as_ref()) else {
-            return;
-        };
-        if let Err(error) = live.server.name_thread(&live.thread_id, &name).await {
-            warn!(chat = %self.chat, %error, "could not name a task's thread");
-        }
-    }
-
     /// The chat's worktree, if it has one.
     pub async fn worktree(&self) -> Result<Option<Worktree>, SessionError> {
         Ok(self
@@ -365,13 +310,5 @@ mod tests {
         };
         assert_eq!(git_said(&failed), "'a..b' is not a valid branch name");
         assert_eq!(folder_name("feature/login"), "feature-login");
-        let mut topic = ChatKey::new(chat::Platform::Telegram, "1001");
-        topic.topic = Some("1234567".into());
-        assert_eq!(
-            task_branch("Fix the Login page!", &topic),
-            "task/fix-the-login-page-234567"
-        );
-        let thread = ChatKey::new(chat::Platform::Discord, "42");
-        assert_eq!(task_branch("ünïcode ✓", &thread), "task/n-code-42");
     }
 }

@@ -241,7 +241,6 @@ fn send_as(app: &codex_gateway::App, chat: &Chat, user: &str, admin: bool) -> Re
             admin,
             attachments: Vec::new(),
             ticket: None,
-            task: None,
         })
     };
     send("/unschedule 1");

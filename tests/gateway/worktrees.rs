@@ -183,7 +183,8 @@ async fn two_tasks_on_one_repository_merge_once_and_report_the_conflict() {
 }
 
 /// With `codex.task_worktrees`, a task `/task` opened works in a worktree of its own from
-/// its first message, on a branch named after it, and its Codex thread has its title.
+/// its first message (after a restart too), on a branch named after it, and its Codex
+/// thread has its title.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_gets_a_worktree_and_a_thread_named_after_it() {
     let env = TestEnv::new().await;
@@ -207,6 +208,9 @@ async fn a_task_gets_a_worktree_and_a_thread_named_after_it() {
         })
         .and_then(|c| c.body["message_thread_id"].as_i64())
         .expect("the greeting went to the new topic");
+    // The topic stays the task's over a restart before its first message.
+    gateway.stop().await;
+    let gateway = Gateway::start(&config);
     let branch = format!("task/fix-the-login-page-{topic}");
     let folder = repo
         .parent()

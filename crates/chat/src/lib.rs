@@ -97,10 +97,6 @@ pub struct Inbound {
     pub attachments: Vec<Attachment>,
     /// Its place in the durable inbox, when the platform stored it there.
     pub ticket: Option<Ticket>,
-    /// In a place the bot opened for a task (`/task`, Discord's `auto_thread`): the
-    /// task's title. Its first message names the Codex thread after it (and, with
-    /// `codex.task_worktrees`, gives the task a worktree).
-    pub task: Option<String>,
 }
 
 /// A file sent with a message. It is fetched when the chat's turn for it comes, so a
@@ -206,8 +202,8 @@ pub enum OutboundKind {
         slot: Option<AnswerSlot>,
         title: String,
     },
-    /// The chat's Codex thread was named (`/name`): a task's own place (a thread or topic
-    /// the bot opened) takes the name too.
+    /// The Codex thread of a task's place (a thread or topic the bot opened) was named
+    /// (`/name`): the place takes the name too.
     Named(String),
     /// The answer to a message kept in the durable inbox: sent like `Reply`, from its
     /// ledger's `from_piece`, the ledger told where each piece stands.

@@ -20,6 +20,7 @@ mod jobs;
 mod offsets;
 mod records;
 mod stored;
+mod tasks;
 mod transcript;
 mod turns;
 mod worktrees;

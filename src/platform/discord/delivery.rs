@@ -17,10 +17,13 @@ use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Failure, Unsent};
 use crate::platform::texts;
 use crate::render;
+use crate::router::Router;
 use chat::{AnswerSlot, ApprovalPrompt, Decision, Notify};
 
 pub(super) struct DiscordChat {
     pub(super) http: Arc<Http>,
+    /// Where a thread opened for a task is kept as the task's place.
+    pub(super) router: Router,
     pub(super) commands: Arc<PendingCommands>,
     pub(super) channel: ChannelId,
     /// The chat's `/notify` choice.
@@ -207,7 +210,12 @@ impl Sink for DiscordChat {
 
     async fn open_task(&self, slot: Option<AnswerSlot>, title: &str) {
         let text = match threads::open_for_task(&self.http, self.channel, title).await {
-            Ok(thread) => texts::task_opened(title, &format!("<#{thread}>")),
+            Ok(thread) => {
+                self.router
+                    .task_opened(&super::chat_key(thread), title)
+                    .await;
+                texts::task_opened(title, &format!("<#{thread}>"))
+            }
             Err(threads::NotOpened(why)) => why,
         };
         match slot {

@@ -105,6 +105,7 @@ pub async fn start(
     let commands = Arc::new(PendingCommands::default());
     let refusal_http = rest.clone();
     let delivery_http = rest.clone();
+    let tasks = router.clone();
     let refusals = Refusals::start(move |(channel, user_id): (ChannelId, u64)| {
         let http = refusal_http.clone();
         async move {
@@ -132,6 +133,7 @@ pub async fn start(
     let delivery = tokio::spawn(platform::delivery::run(answers, pace, move |chat| {
         Some(delivery::DiscordChat {
             http: delivery_http.clone(),
+            router: tasks.clone(),
             commands: commands.clone(),
             channel: ChannelId::new(chat.chat.parse().ok()?),
             notify: chat::Notify::default(),
@@ -378,14 +380,12 @@ impl Intake {
                 Acceptance::Duplicate => return false,
             },
         };
-        let (conversation, task) = self.conversation_of(&message, &text).await;
-        let chat = chat_key(conversation);
+        let chat = chat_key(self.conversation_of(&message, &text).await);
         let author = self.author(&message.author, dm);
         let sent = Sent {
             text,
             attachments: files,
             ticket,
-            task,
         };
         self.dispatch(message.id.get(), chat, author, sent, None);
         true
@@ -424,7 +424,6 @@ impl Intake {
             admin: author.admin,
             attachments: sent.attachments,
             ticket: sent.ticket,
-            task: sent.task,
         };
         self.in_order.dispatch(snowflake, inbound);
     }
@@ -502,8 +501,6 @@ struct Sent {
     text: String,
     attachments: Vec<Attachment>,
     ticket: Option<Ticket>,
-    /// The task whose thread it was sent in, if the bot opened that thread for one.
-    task: Option<String>,
 }
 
 impl Sent {
@@ -514,7 +511,6 @@ impl Sent {
             text,
             attachments: Vec::new(),
             ticket: None,
-            task: None,
         }
     }
 }

@@ -53,13 +53,13 @@ impl PendingCommands {
 }
 
 /// What a guild channel is, as far as serving it goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Place {
     Channel,
     Thread {
         parent: Option<ChannelId>,
-        /// Opened by the bot for a task (`/task`, `auto_thread`): its title.
-        task: Option<String>,
+        /// Opened by the bot: a task's thread (`/task`, `auto_thread`).
+        by_bot: bool,
     },
 }
 
@@ -72,7 +72,7 @@ const REMEMBERED_CHANNELS: usize = 10_000;
 
 impl Places {
     pub(super) fn get(&self, channel: ChannelId) -> Option<Place> {
-        self.0.lock().expect("lock").get(&channel).cloned()
+        self.0.lock().expect("lock").get(&channel).copied()
     }
 
     pub(super) fn learn(&self, channel: ChannelId, place: Place) {

@@ -123,7 +123,7 @@ impl Intake {
         }
         Some(match self.place(channel).await? {
             Place::Channel => false,
-            Place::Thread { task: Some(_), .. } => true,
+            Place::Thread { by_bot: true, .. } => true,
             Place::Thread { parent, .. } => parent.is_some_and(listed),
         })
     }
@@ -145,7 +145,7 @@ impl Intake {
                 let by_bot = c.owner_id.is_some_and(|owner| owner.get() == self.bot_id());
                 Place::Thread {
                     parent: c.parent_id,
-                    task: by_bot.then_some(c.name),
+                    by_bot,
                 }
             }
             Ok(_) => Place::Channel,
@@ -157,50 +157,46 @@ impl Intake {
                 return None;
             }
         };
-        self.places.learn(channel, place.clone());
+        self.places.learn(channel, place);
         Some(place)
     }
 
-    /// The conversation a guild message goes to, and its task if it is one: with
-    /// `auto_thread`, a message to the bot in a channel (not a thread) opens a task's
-    /// thread from it, named from its first words. Where no thread could be opened, the
-    /// channel's conversation.
-    pub(super) async fn conversation_of(
-        &self,
-        message: &Message,
-        text: &str,
-    ) -> (ChannelId, Option<String>) {
+    /// The conversation a guild message goes to: with `auto_thread`, a message to the bot
+    /// in a channel (not a thread) opens a task's thread from it, named from its first
+    /// words. Where no thread could be opened, the channel's conversation.
+    pub(super) async fn conversation_of(&self, message: &Message, text: &str) -> ChannelId {
         let channel = message.channel_id;
-        if message.guild_id.is_none() {
-            return (channel, None);
+        if !self.config.auto_thread || message.guild_id.is_none() {
+            return channel;
         }
-        match self.place(channel).await {
-            Some(Place::Channel) if self.config.auto_thread => {}
-            Some(Place::Thread { task, .. }) => return (channel, task),
-            _ => return (channel, None),
+        if self.place(channel).await != Some(Place::Channel) {
+            return channel;
         }
         let title = title_of(text);
         match open_from_message(&self.rest, channel, message.id, &title).await {
             Ok(thread) => {
                 let place = Place::Thread {
                     parent: Some(channel),
-                    task: Some(title.clone()),
+                    by_bot: true,
                 };
                 self.places.learn(thread.id, place);
-                (thread.id, Some(title))
+                self.router
+                    .task_opened(&super::chat_key(thread.id), &title)
+                    .await;
+                thread.id
             }
             Err(_) => {
                 // A message handed on again after a restart has its thread already: a
                 // thread opened from a message has the message's id.
                 let opened = ChannelId::new(message.id.get());
                 match self.place(opened).await {
-                    Some(Place::Thread { task, .. }) => (opened, task),
+                    Some(Place::Thread { .. }) => opened,
                     _ => {
                         warn!(
                             channel = channel.get(),
                             "discord: could not open a thread for a task; answering in the channel"
                         );
-                        (channel, None)
+                        channel
                     }
                 }
             }

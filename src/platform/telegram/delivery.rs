@@ -18,19 +18,24 @@ use tracing::warn;
 
 use super::api::{self, BotApi, CallError};
 use super::drafts::{self, SendMessageDraft};
-use super::topics;
 use super::{Shared, Target};
+use super::{inbound, topics};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
 use crate::platform::retry::{self, Unsent};
 use crate::platform::texts;
 use crate::render;
-use chat::{AnswerSlot, ApprovalPrompt, Decision, Notify};
+use crate::router::Router;
+use chat::{AnswerSlot, ApprovalPrompt, ChatKey, Decision, Notify};
 
 pub(super) struct TelegramChat {
     pub(super) shared: Arc<Shared>,
     pub(super) target: Target,
+    /// The chat key it delivers for; a task's topic opened from it gets one like it.
+    pub(super) chat: ChatKey,
+    /// Where a topic opened for a task is kept as the task's place.
+    pub(super) router: Router,
     /// The chat's `/notify` choice.
     pub(super) notify: Notify,
 }
@@ -186,7 +191,10 @@ impl Sink for TelegramChat {
     async fn open_task(&self, _slot: Option<AnswerSlot>, title: &str) {
         let answer = match topics::open(&self.shared.api, self.target, title).await {
             Ok(topic) => {
-                self.shared.task_topics.remember(topic, title);
+                let opened = topic.topic.map(|id| inbound::in_topic(&self.chat, id.0.0));
+                if let Some(place) = opened {
+                    self.router.task_opened(&place, title).await;
+                }
                 let greeting = message(topic, texts::task_greeting(title));
                 let _ = send_message(&self.shared.api, &greeting).await;
                 texts::task_opened(title, "a topic")
@@ -200,17 +208,8 @@ impl Sink for TelegramChat {
         self.notice(&answer).await
     }
 
-    /// Only a topic `/task` opened is renamed: people's own topics keep their names.
     async fn rename_task(&self, name: &str) {
-        if self.shared.task_topics.title_of(self.target).is_none() {
-            return;
-        }
-        if topics::rename(&self.shared.api, self.target, name)
-            .await
-            .is_ok()
-        {
-            self.shared.task_topics.rename(self.target, name);
-        }
+        let _ = topics::rename(&self.shared.api, self.target, name).await;
     }
 
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {

@@ -48,6 +48,23 @@ pub fn address(chat: &ChatKey) -> Option<(i64, Option<i32>)> {
     Some((chat_id, topic))
 }
 
+/// The key of topic `topic` of `chat`'s Telegram chat, for the same person where the
+/// chat is a person's own within a group (`per_user`): where a topic `/task` opened from
+/// `chat` is answered.
+pub fn in_topic(chat: &ChatKey, topic: i32) -> ChatKey {
+    let mut key = chat.clone();
+    let person = chat
+        .topic
+        .as_deref()
+        .and_then(|t| t.rsplit('/').next())
+        .filter(|last| last.starts_with('u'));
+    key.topic = Some(match person {
+        Some(person) => format!("{topic}/{person}"),
+        None => topic.to_string(),
+    });
+    key
+}
+
 /// In a group the bot answers when mentioned, replied to, or given one of its commands
 /// (`/cmd` or `/cmd@thisbot`, not `/cmd@otherbot`).
 pub fn addressed(text: &str, replies_to_bot: bool, bot_username: &str) -> bool {
@@ -130,6 +147,17 @@ mod tests {
             }
         }
         assert_eq!(address(&ChatKey::new(Platform::Discord, "5")), None);
+    }
+
+    #[test]
+    fn a_topic_opened_from_a_chat_is_keyed_as_its_messages_will_be() {
+        for mode in [GroupThreads::PerChat, GroupThreads::PerUser] {
+            for (chat_id, topic) in [(1001, None), (1001, Some(3)), (-100, None), (-100, Some(7))] {
+                let asking = chat_key(origin(chat_id, topic), mode);
+                let opened = chat_key(origin(chat_id, Some(42)), mode);
+                assert_eq!(in_topic(&asking, 42), opened, "{asking}");
+            }
+        }
     }
 
     #[test]

@@ -79,8 +79,6 @@ struct Shared {
     refusals: Refusals<(Target, u64)>,
     /// Whether private chats' running turns stream as drafts.
     drafts: drafts::Drafts,
-    /// The topics `/task` opened.
-    task_topics: topics::TaskTopics,
 }
 
 /// Asks the Bot API who the bot is, registers the command menu and starts polling. A
@@ -104,6 +102,7 @@ pub async fn start(
     let (outbox, answers) = mpsc::unbounded_channel();
     let (connected, shared_once_connected) = oneshot::channel::<Arc<Shared>>();
     let pace = Pace::from_millis(config.edit_interval_ms, config.first_flush_ms);
+    let tasks = router.clone();
     let delivery = tokio::spawn(async move {
         let Ok(sinks) = shared_once_connected.await else {
             return;
@@ -117,6 +116,8 @@ pub async fn start(
             Some(delivery::TelegramChat {
                 shared: sinks.clone(),
                 target,
+                chat: chat.clone(),
+                router: tasks.clone(),
                 notify: chat::Notify::default(),
             })
         })
@@ -202,7 +203,6 @@ async fn connected_bot(
         username: me.name,
         bot_user_id: me.id,
         drafts,
-        task_topics: topics::TaskTopics::default(),
         refusals: Refusals::start(move |(target, user_id)| {
             delivery::send_plain(refusal_api.clone(), target, refusal(user_id))
         }),
@@ -491,7 +491,6 @@ fn dispatch(
         text: inbound::strip_mention(sent.text, &shared.username),
         attachments: sent.files,
         ticket: sent.ticket,
-        task: shared.task_topics.title_of(target),
         reply_to: outbox.clone(),
         answer_slot: None,
         can_approve: true,

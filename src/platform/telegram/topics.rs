@@ -1,9 +1,6 @@
 //! Opening a task's topic (`createForumTopic`): in a private chat with the bot's Threaded
 //! Mode on (Bot API 9.4) or in a forum group where the bot may manage topics.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use serde::{Deserialize, Serialize};
 use teloxide::types::{MessageId, ThreadId};
 
@@ -56,32 +53,4 @@ pub(super) async fn rename(api: &BotApi, topic: Target, name: &str) -> Result<()
     };
     let call = || api.method::<serde::de::IgnoredAny>("editForumTopic", &request);
     retry::call("telegram", call, api::classify).await.map(drop)
-}
-
-/// The topics `/task` opened, with their titles: a message there belongs to that task.
-/// Kept in memory: by a restart the task's Codex thread has its name already.
-#[derive(Default)]
-pub(super) struct TaskTopics(Mutex<HashMap<(i64, i32), String>>);
-
-impl TaskTopics {
-    pub(super) fn remember(&self, topic: Target, title: &str) {
-        if let Some(id) = topic.topic {
-            let key = (topic.chat_id.0, id.0.0);
-            self.0.lock().expect("lock").insert(key, title.to_owned());
-        }
-    }
-
-    pub(super) fn rename(&self, place: Target, name: &str) {
-        if let Some(id) = place.topic {
-            let mut topics = self.0.lock().expect("lock");
-            if let Some(title) = topics.get_mut(&(place.chat_id.0, id.0.0)) {
-                *title = name.to_owned();
-            }
-        }
-    }
-
-    pub(super) fn title_of(&self, place: Target) -> Option<String> {
-        let key = (place.chat_id.0, place.topic?.0.0);
-        self.0.lock().expect("lock").get(&key).cloned()
-    }
 }

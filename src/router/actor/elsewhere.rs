@@ -25,7 +25,6 @@ impl Actor {
             admin: inbound.admin,
             attachments: Vec::new(),
             ticket: None,
-            task: None,
         });
     }
 

@@ -48,11 +48,8 @@ impl Actor {
 
     /// A task's first message: its thread is named after it, and it may get a worktree
     /// of its own (`codex.task_worktrees`), which the chat is told of.
-    pub(super) async fn begin_task(&mut self, replies: &Replies<'_>, inbound: &Inbound) {
-        let Some(title) = inbound.task.as_deref() else {
-            return;
-        };
-        match self.session.begin_task(title).await {
+    pub(super) async fn begin_task(&mut self, replies: &Replies<'_>) {
+        match self.session.begin_task().await {
             None => {}
             Some(Ok(worktree)) => {
                 replies.notice(texts::task_worktree(&worktree.branch, &worktree.path))

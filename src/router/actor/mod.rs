@@ -318,7 +318,7 @@ impl Actor {
             if !self.reach_codex(&replies).await {
                 return;
             }
-            self.begin_task(&replies, &inbound).await;
+            self.begin_task(&replies).await;
             // The text is the files' caption, for Codex even when it looks like a command.
             if let Some(prompt) = self.prompt_of(&replies, &inbound).await {
                 self.turn(&replies, TurnRequest::Message(&prompt)).await;
@@ -328,7 +328,7 @@ impl Actor {
         match commands::parse(&inbound.text) {
             Input::Command(command) => self.command(&replies, command).await,
             Input::Text(text) => {
-                self.begin_task(&replies, &inbound).await;
+                self.begin_task(&replies).await;
                 let prompt = Prompt::text(text);
                 self.turn(&replies, TurnRequest::Message(&prompt)).await
             }

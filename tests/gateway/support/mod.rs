@@ -375,7 +375,6 @@ impl Chat {
             admin: self.admin,
             attachments,
             ticket: None,
-            task: None,
         });
     }
 
