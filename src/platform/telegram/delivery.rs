@@ -13,13 +13,11 @@ use teloxide::payloads::{
 use teloxide::types::{
     ChatAction, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode,
 };
-
 use tracing::warn;
 
 use super::api::{self, BotApi, CallError};
 use super::drafts::{self, SendMessageDraft};
-use super::{Shared, Target};
-use super::{inbound, topics};
+use super::{Shared, Target, inbound, topics};
 use crate::platform::approvals::{ATTACHMENT_NAME, ApprovalCard, VERDICT_ROOM, button_data};
 use crate::platform::choices::ChoiceButton;
 use crate::platform::delivery::Sink;
@@ -186,8 +184,6 @@ impl Sink for TelegramChat {
         let _ = send_message(&self.shared.api, &listing).await;
     }
 
-    /// The request in a `<pre>` block when it fits one message with room for the verdict;
-    /// otherwise attached whole as a text file, the buttons under it.
     async fn open_task(&self, _slot: Option<AnswerSlot>, title: &str) {
         let answer = match topics::open(&self.shared.api, self.target, title).await {
             Ok(topic) => {
@@ -212,6 +208,8 @@ impl Sink for TelegramChat {
         let _ = topics::rename(&self.shared.api, self.target, name).await;
     }
 
+    /// The request in a `<pre>` block when it fits one message with room for the verdict;
+    /// otherwise attached whole as a text file, the buttons under it.
     async fn ask(&self, card: &ApprovalCard, prompt: &ApprovalPrompt) -> Option<MessageId> {
         let keyboard = keyboard(prompt);
         if let Some(html) = prompt_html(card) {

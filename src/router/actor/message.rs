@@ -55,7 +55,8 @@ impl Actor {
                 replies.notice(texts::task_worktree(&worktree.branch, &worktree.path))
             }
             Some(Err(refusal)) => {
-                warn!(chat = %self.chat, %refusal, "no worktree for a task");
+                // Not the refusal's words: git's may hold the branch, made of the title.
+                warn!(chat = %self.chat, "no worktree for a task");
                 replies.notice(texts::task_without_worktree(&refusal));
             }
         }
