@@ -24,12 +24,14 @@ else
 fi
 printf '%s\n%s\n%s\n' "$top" "$base" "$dest""#;
 
-/// A worktree's state: `$1` its folder, `$2` the branch it came from. Prints commits
-/// behind and ahead of it, then the count of uncommitted changes.
-const STATUS: &str = r#"set -e
-cd "$1"
-git rev-list --left-right --count "$2...HEAD"
-git status --porcelain | wc -l"#;
+/// The worktrees' states, all in one run: pairs of arguments, a worktree's folder and
+/// the branch it came from. Prints a line per pair: commits behind and ahead of that
+/// branch and the count of uncommitted changes, or `-` where they cannot be read.
+const STATUS: &str = r#"while [ $# -gt 1 ]; do
+  counts=$(cd "$1" && git rev-list --left-right --count "$2...HEAD" && git status --porcelain | wc -l) \
+    && echo $counts || echo -
+  shift 2
+done"#;
 
 /// Merges: `$1` the main checkout, `$2` the worktree, `$3` its branch, `$4` the branch
 /// it came from. The worktree's uncommitted work is committed first; the main checkout
@@ -118,6 +120,18 @@ pub enum WorktreeRefusal {
     Session(#[from] SessionError),
 }
 
+impl From<codex::CodexError> for WorktreeRefusal {
+    fn from(error: codex::CodexError) -> Self {
+        WorktreeRefusal::Session(error.into())
+    }
+}
+
+impl From<store::StoreError> for WorktreeRefusal {
+    fn from(error: store::StoreError) -> Self {
+        WorktreeRefusal::Session(error.into())
+    }
+}
+
 /// What `/merge` did.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Merge {
@@ -191,8 +205,7 @@ impl Session {
         let server = self.server().await?;
         let made = server
             .run_script(MAKE, &[&folder, branch, &folder_name(branch)])
-            .await
-            .map_err(SessionError::from)?;
+            .await?;
         if made.exit_code == 2 {
             return Err(WorktreeRefusal::NotARepository(folder));
         }
@@ -211,8 +224,7 @@ impl Session {
         self.ctx
             .store
             .set_worktree(&self.chat, &WorktreeRow::from(&row))
-            .await
-            .map_err(SessionError::from)?;
+            .await?;
         self.choose(Chosen::Folder(Some(row.path.clone()))).await?;
         Ok(row)
     }
@@ -227,17 +239,22 @@ impl Session {
                 self.folder()?.display().to_string()
             }
         };
-        let server = self.server().await?;
-        let mut states = Vec::new();
-        for (chat, row) in self.ctx.store.worktrees_of(&repo).await? {
-            let status = server.run_script(STATUS, &[&row.path, &row.base]).await?;
-            let counts = (status.exit_code == 0)
-                .then(|| counts(&status.stdout))
-                .flatten();
-            let row = row.into();
-            states.push(WorktreeState { chat, row, counts });
+        let made = self.ctx.store.worktrees_of(&repo).await?;
+        if made.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(states)
+        let args: Vec<&str> = made
+            .iter()
+            .flat_map(|(_, row)| [row.path.as_str(), row.base.as_str()])
+            .collect();
+        let status = self.server().await?.run_script(STATUS, &args).await?;
+        let mut lines = status.stdout.lines();
+        let states = made.into_iter().map(|(chat, row)| WorktreeState {
+            chat,
+            row: row.into(),
+            counts: lines.next().and_then(counts),
+        });
+        Ok(states.collect())
     }
 
     /// Merges the chat's worktree branch into the branch it came from, in the main
@@ -246,10 +263,7 @@ impl Session {
         let row = self.worktree().await?.ok_or(WorktreeRefusal::NoWorktree)?;
         let server = self.server().await?;
         let args = [&*row.repo, &*row.path, &*row.branch, &*row.base];
-        let done = server
-            .run_script(MERGE, &args)
-            .await
-            .map_err(SessionError::from)?;
+        let done = server.run_script(MERGE, &args).await?;
         let committed = done.stdout.lines().next() == Some("committed");
         let merge = match done.exit_code {
             0 => Merge::Merged { committed },
@@ -278,18 +292,11 @@ impl Session {
         let row = self.worktree().await?.ok_or(WorktreeRefusal::NoWorktree)?;
         let server = self.server().await?;
         let args = [&*row.repo, &*row.path, &*row.branch];
-        let done = server
-            .run_script(DISCARD, &args)
-            .await
-            .map_err(SessionError::from)?;
+        let done = server.run_script(DISCARD, &args).await?;
         if done.exit_code != 0 {
             return Err(WorktreeRefusal::Git(git_said(&done)));
         }
-        self.ctx
-            .store
-            .clear_worktree(&self.chat)
-            .await
-            .map_err(SessionError::from)?;
+        self.ctx.store.clear_worktree(&self.chat).await?;
         self.choose(Chosen::Folder(Some(row.repo.clone()))).await?;
         Ok(row)
     }
@@ -301,8 +308,8 @@ mod tests {
 
     #[test]
     fn git_output_is_read_as_the_scripts_print_it() {
-        assert_eq!(counts("2\t5\n3\n"), Some((2, 5, 3)));
-        assert_eq!(counts("oops"), None);
+        assert_eq!(counts("2 5 3"), Some((2, 5, 3)));
+        assert_eq!(counts("-"), None);
         let failed = Exec {
             exit_code: 128,
             stdout: String::new(),

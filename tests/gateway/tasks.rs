@@ -1,8 +1,6 @@
 //! Parallel tasks (#48): a Discord thread or a Telegram topic per task, each its own
 //! conversation with a Codex thread of its own, over real traffic to the fakes.
 
-use serde_json::Value;
-
 use crate::support::discord::{BOT_ID, FakeDiscord};
 use crate::support::platform::FakePlatform;
 use crate::support::telegram::{FakeTelegram, Fault, visible_text};
@@ -267,18 +265,9 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
         .find(|c| c.body["name"] == "fix the login page")
         .expect("a topic was asked for");
     assert_eq!(topic.body["chat_id"], alice);
-    let greetings: Vec<Value> = tg
-        .calls("sendMessage")
-        .iter()
-        .filter(|c| {
-            c.body["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Task:"))
-        })
-        .map(|c| c.body["message_thread_id"].clone())
-        .collect();
+    let greetings = tg.task_topics();
     assert_eq!(greetings.len(), 1, "{greetings:?}");
-    let new_topic = greetings[0].as_i64().expect("sent in the new topic");
+    let new_topic = greetings[0];
     // In a forum group too.
     tg.group_message(GROUP, alice, "/task group work", None);
     tg.wait_for_text(GROUP, |t| {

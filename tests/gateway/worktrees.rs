@@ -24,6 +24,10 @@ fn git(folder: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
+fn text_of(file: &Path) -> String {
+    std::fs::read_to_string(file).unwrap()
+}
+
 /// A repository on `main` with one commit of `app.txt`.
 fn repository(folder: &Path) {
     git(folder, &["init", "-q", "-b", "main"]);
@@ -102,18 +106,9 @@ async fn two_tasks_on_one_repository_merge_once_and_report_the_conflict() {
         worktrees.join(workspace_name).join("fix-a"),
         worktrees.join(workspace_name).join("fix-b"),
     );
-    assert_eq!(
-        std::fs::read_to_string(a.join("app.txt")).unwrap(),
-        "from a\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(b.join("app.txt")).unwrap(),
-        "from b\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("app.txt")).unwrap(),
-        "line one\n"
-    );
+    assert_eq!(text_of(&a.join("app.txt")), "from a\n");
+    assert_eq!(text_of(&b.join("app.txt")), "from b\n");
+    assert_eq!(text_of(&repo.join("app.txt")), "line one\n");
 
     let (_, listed) = ask(&tg, 3, "/worktrees", |t| t.starts_with("Worktrees:")).await;
     assert!(
@@ -134,10 +129,7 @@ async fn two_tasks_on_one_repository_merge_once_and_report_the_conflict() {
         merged.starts_with("Merged fix-a (its uncommitted work was committed first) into main"),
         "{merged}"
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("app.txt")).unwrap(),
-        "from a\n"
-    );
+    assert_eq!(text_of(&repo.join("app.txt")), "from a\n");
     let main_head = git(&repo, &["rev-parse", "HEAD"]);
 
     let (_, refused) = ask(&tg, 4, "/merge", |t| {
@@ -154,14 +146,8 @@ async fn two_tasks_on_one_repository_merge_once_and_report_the_conflict() {
         "",
         "the main checkout was touched"
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("app.txt")).unwrap(),
-        "from a\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(b.join("app.txt")).unwrap(),
-        "from b\n"
-    );
+    assert_eq!(text_of(&repo.join("app.txt")), "from a\n");
+    assert_eq!(text_of(&b.join("app.txt")), "from b\n");
 
     let (card, asked) = ask(&tg, 4, "/discard", |t| {
         t.starts_with("Discard the worktree")
@@ -198,16 +184,10 @@ async fn a_task_gets_a_worktree_and_a_thread_named_after_it() {
     tg.dm(ALICE, "/task Fix the login page");
     tg.wait_for_text(ALICE, |t| t.starts_with("Opened a topic"))
         .await;
-    let topic = tg
-        .calls("sendMessage")
-        .iter()
-        .find(|c| {
-            c.body["text"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Task:"))
-        })
-        .and_then(|c| c.body["message_thread_id"].as_i64())
-        .expect("the greeting went to the new topic");
+    let topic = *tg
+        .task_topics()
+        .first()
+        .expect("a greeting in the new topic");
     // The topic stays the task's over a restart before its first message.
     gateway.stop().await;
     let gateway = Gateway::start(&config);

@@ -76,20 +76,11 @@ pub(super) async fn open_from_message(
     call(|| channel.create_thread_from_message(http, message, thread())).await
 }
 
-/// Names `channel` `name` if it is a task's thread (one the bot opened): people's own
-/// threads and channels keep their names.
-pub(super) async fn rename_task(http: &Http, channel: ChannelId, name: &str) {
-    let Ok(Channel::Guild(place)) = call(|| channel.to_channel(http)).await else {
-        return;
-    };
-    let Ok(me) = call(|| http.get_current_user()).await else {
-        return;
-    };
-    if place.thread_metadata.is_none() || place.owner_id != Some(me.id) {
-        return;
-    }
-    let name: String = name.chars().take(100).collect();
-    let _ = call(|| channel.edit_thread(http, EditThread::new().name(name.clone()))).await;
+/// Names a task's thread `name` (only a task's place is told its thread's name: a
+/// thread the bot opened).
+pub(super) async fn rename_task(http: &Http, thread: ChannelId, name: &str) {
+    let rename = || EditThread::new().name(name);
+    let _ = call(|| thread.edit_thread(http, rename())).await;
 }
 
 /// A thread's name from the first words of the message that opened it.

@@ -218,6 +218,18 @@ impl FakeTelegram {
         }
     }
 
+    /// The topics the bot greeted as a task's ("Task: …", what `/task` sends into the
+    /// topic it opened), oldest first.
+    pub fn task_topics(&self) -> Vec<i64> {
+        let greetings = self.calls("sendMessage").into_iter().filter(|c| {
+            let text = c.body["text"].as_str().unwrap_or_default();
+            text.starts_with("Task:")
+        });
+        greetings
+            .filter_map(|c| c.body["message_thread_id"].as_i64())
+            .collect()
+    }
+
     /// Turns the bot's Threaded Mode on, as its owner does in @BotFather: from then on
     /// topics can be opened in private chats.
     pub fn turn_on_threaded_mode(&self) {
