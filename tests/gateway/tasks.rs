@@ -249,6 +249,19 @@ async fn telegram_topics_of_a_dm_are_tasks_and_task_opens_one() {
                 == "Echo: into a deleted topic"
     })
     .await;
+    // A file too.
+    std::fs::write(env.workspace().join("notes.txt"), "topic-notes-4").unwrap();
+    tg.fail_next("sendDocument", Fault::refusal(400, lost));
+    tg.group_message(alice, alice, "/get notes.txt", Some(9));
+    tg.wait_for_calls("sendDocument", 1, |body| {
+        body.get("message_thread_id").is_none() && body["document"]["content"] == "topic-notes-4"
+    })
+    .await;
+    let tried = tg.calls("sendDocument");
+    assert!(
+        tried.iter().any(|c| c.body["message_thread_id"] == 9),
+        "first in its topic"
+    );
 
     tg.dm(alice, "/task fix the login page");
     tg.wait_for_text(alice, |t| t.contains("Threaded Mode"))

@@ -321,22 +321,40 @@ async fn call_method<R: serde::de::DeserializeOwned>(
     retry::call("telegram", || api.method(method, body), api::classify).await
 }
 
-/// Sends a message; one refused in its topic (a topic deleted since, or one Telegram no
-/// longer finds) goes to the chat itself rather than nowhere.
+/// Sends a message; one refused in its topic (see `outside_topic_if_refused`) goes to
+/// the chat itself.
 async fn send_message(api: &BotApi, message: &SendMessage) -> Result<MessageId, Unsent> {
-    let sent = match call::<_, Sent>(api, message).await {
-        Err(Unsent::Refused) if message.message_thread_id.is_some() => {
-            let mut outside = message.clone();
-            outside.message_thread_id = None;
-            let sent = call::<_, Sent>(api, &outside).await;
+    let in_topic = message.message_thread_id.is_some();
+    outside_topic_if_refused(in_topic, |in_topic| {
+        let mut message = message.clone();
+        if !in_topic {
+            message.message_thread_id = None;
+        }
+        async move {
+            let sent = call::<_, Sent>(api, &message).await?;
+            Ok(MessageId(sent.message_id))
+        }
+    })
+    .await
+}
+
+/// `send(true)`, and where that is refused in a topic (a topic deleted since, or one
+/// Telegram no longer finds), `send(false)`: to the chat itself rather than nowhere.
+async fn outside_topic_if_refused<F, Sending>(in_topic: bool, send: F) -> Result<MessageId, Unsent>
+where
+    F: Fn(bool) -> Sending,
+    Sending: Future<Output = Result<MessageId, Unsent>>,
+{
+    match send(true).await {
+        Err(Unsent::Refused) if in_topic => {
+            let sent = send(false).await;
             if sent.is_ok() {
                 warn!("telegram: a message its topic refused was sent to the chat itself");
             }
             sent
         }
         sent => sent,
-    };
-    sent.map(|sent| MessageId(sent.message_id))
+    }
 }
 
 /// The Stop button under a running turn's status.
@@ -354,8 +372,27 @@ fn message(target: Target, text: impl Into<String>) -> SendMessage {
     }
 }
 
-/// A file sent as a document to the target, with an HTML caption and buttons if given.
+/// A file sent as a document to the target, with an HTML caption and buttons if given;
+/// one refused in its topic goes to the chat itself.
 async fn send_document(
+    api: &BotApi,
+    target: Target,
+    name: &str,
+    bytes: &[u8],
+    captioned: Option<(&str, &serde_json::Value)>,
+    silent: bool,
+) -> Result<MessageId, Unsent> {
+    outside_topic_if_refused(target.topic.is_some(), |in_topic| {
+        let target = Target {
+            topic: target.topic.filter(|_| in_topic),
+            ..target
+        };
+        upload_document(api, target, name, bytes, captioned, silent)
+    })
+    .await
+}
+
+async fn upload_document(
     api: &BotApi,
     target: Target,
     name: &str,
